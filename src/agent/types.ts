@@ -1,0 +1,102 @@
+import type OpenAI from 'openai';
+import type { Tool } from '../tools/types.js';
+
+export type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+export type AssistantMessage = OpenAI.Chat.Completions.ChatCompletionAssistantMessageParam;
+
+export type TerminalState = 'completed' | 'failed' | 'cancelled';
+
+/** Why a run did not complete. Stable strings: they are metrics labels and job failure reasons. */
+export type FailureReason =
+  | 'step_limit'
+  | 'context_budget'
+  | 'model_error'
+  | 'incomplete_turn'
+  | 'empty_answer'
+  | 'cancelled'
+  | 'worker_crashed';
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export interface RunOutcome {
+  state: TerminalState;
+  /** Set unless state is 'completed'. */
+  reason?: FailureReason;
+  /** Human detail for logs and the dashboard (e.g. the model's last error). */
+  detail?: string;
+  /** The final answer text; set only when state is 'completed'. */
+  answer?: string;
+  /** Model calls made (each step is one model call). */
+  steps: number;
+  modelCalls: number;
+  toolCalls: number;
+  usage: TokenUsage;
+  /**
+   * The messages this run added to the conversation, in order: the user message(s), then
+   * assistant (with tool_calls) → tool results … → final assistant. Never includes the system prompt.
+   */
+  transcript: ChatMessage[];
+}
+
+/** Events the loop emits while it works; delivery and job logs subscribe. */
+export type AgentEvent =
+  | { type: 'model_call'; step: number }
+  /** The model's visible words that came with tool calls ("Let me look at the notes…"). */
+  | { type: 'narration'; step: number; text: string }
+  | { type: 'tool_start'; step: number; callId: string; name: string; args: string }
+  | { type: 'tool_end'; step: number; callId: string; name: string; ok: boolean; summary: string; ms: number }
+  | { type: 'model_retry'; step: number; attempt: number; delayMs: number; error: string }
+  | { type: 'nudge'; step: number }
+  | { type: 'final'; text: string }
+  | { type: 'end'; outcome: RunOutcome };
+
+export interface AgentLimits {
+  /** Model calls allowed in one run (default 20). */
+  maxSteps: number;
+  /** Budget for the estimated prompt size of one model call, in tokens. */
+  maxContextTokens: number;
+  /** Retries of one model call on 429/5xx/timeouts/network errors. */
+  modelRetries: number;
+  /** Cap for one backoff delay, ms (Retry-After above it is clamped). */
+  maxRetryDelayMs: number;
+}
+
+/** The loop's dependencies. It knows nothing of channels, queues or Redis. */
+export interface AgentRunInput {
+  model: ModelClient;
+  tools: readonly Tool[];
+  system: string;
+  /** Earlier turns of this session, oldest first (already bounded by the caller). */
+  history: readonly ChatMessage[];
+  /** The new user message(s) of this turn. */
+  input: readonly ChatMessage[];
+  limits: AgentLimits;
+  signal: AbortSignal;
+  onEvent?: (event: AgentEvent) => void;
+}
+
+export type StopReason = 'stop' | 'length' | 'toolUse' | 'error' | 'aborted';
+
+/** One model response. `complete` never throws: failures are data (stopReason 'error'). */
+export interface ModelResponse {
+  message: AssistantMessage;
+  stopReason: StopReason;
+  usage: TokenUsage;
+  /** For stopReason 'error': what went wrong, and whether retrying may help. */
+  error?: { message: string; retryable: boolean; retryAfterMs?: number };
+}
+
+export interface ModelRequest {
+  messages: ChatMessage[];
+  tools: OpenAI.Chat.Completions.ChatCompletionTool[];
+  signal: AbortSignal;
+}
+
+export interface ModelClient {
+  readonly name: string;
+  complete(request: ModelRequest): Promise<ModelResponse>;
+}

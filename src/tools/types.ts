@@ -1,0 +1,36 @@
+import type { z } from 'zod';
+
+/**
+ * A workspace tool. Defined once: `schema` is both the model's JSON schema (via zod's
+ * toJSONSchema) and the validator of the model's arguments.
+ *
+ * `execute` receives arguments that already passed `schema`. It reports a failure the model
+ * should read (file missing, snippet ambiguous, path outside the workspace) by throwing a
+ * `ToolError`; anything else it throws is also turned into an error result by `runToolCall`,
+ * never thrown through the agent loop.
+ */
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly schema: S;
+  execute(args: z.infer<S>, ctx: ToolContext): Promise<string>;
+}
+
+export interface ToolContext {
+  /** Aborted by /stop, an operator's cancel or the loss of the job's lock. */
+  readonly signal: AbortSignal;
+}
+
+/** What the model reads back as the `tool` message content, plus a short line for narration. */
+export interface ToolResult {
+  readonly ok: boolean;
+  /** The tool message content (bounded in size). Errors start with "Error:". */
+  readonly content: string;
+  /** One short human line for progress narration, e.g. "read notes/meeting.md (1.2 KB)". */
+  readonly summary: string;
+}
+
+/** A failure the model caused and can fix; its message is shown to the model as is. */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+}
