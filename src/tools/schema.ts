@@ -1,0 +1,24 @@
+import type OpenAI from 'openai';
+import { z } from 'zod';
+import type { Tool } from './types.js';
+
+/** The tools as the model sees them. Parameters describe the *input* (defaults make fields optional). */
+export function toModelTools(tools: readonly Tool[]): OpenAI.Chat.Completions.ChatCompletionTool[] {
+  return tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: parametersOf(tool.schema) },
+  }));
+}
+
+function parametersOf(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, {
+    io: 'input',
+    // z.int() adds ±MAX_SAFE_INTEGER bounds: prompt tokens that say nothing.
+    override: ({ jsonSchema }) => {
+      if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+      if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+    },
+  }) as Record<string, unknown>;
+  delete json.$schema;
+  return json;
+}
