@@ -1,0 +1,115 @@
+import type { Redis } from 'ioredis';
+import type { DeliveredOutcome } from '../types.js';
+import { helpText, parseCommand, unknownCommandText } from '../commands.js';
+import type { Producer } from '../../queue/producer.js';
+import { formatStatus, type SessionControl } from '../../queue/control.js';
+import { sessionKeyOf } from '../session-key.js';
+import { terminalMessage } from './inbound.js';
+import { terminalStreamKey, type TerminalEvent } from './stream.js';
+
+export interface TerminalOutput {
+  progress(line: string): void;
+  answer(text: string): void;
+  notice(text: string): void;
+}
+
+export type SendResult = { kind: 'queued'; done: Promise<DeliveredOutcome> } | { kind: 'handled'; ok: boolean };
+
+/**
+ * The chat process's side of the terminal channel: it enqueues typed lines through the same
+ * producer every channel uses and prints what the workers write to the session's stream.
+ */
+export class TerminalClient {
+  private lastId = '0-0';
+  private readonly waiting = new Map<string, (outcome: DeliveredOutcome) => void>();
+  private closed = false;
+  private loop: Promise<void> | undefined;
+  readonly streamKey: string;
+  readonly sessionKey: string;
+
+  constructor(
+    private readonly reader: Redis,
+    private readonly producer: Producer,
+    private readonly control: SessionControl,
+    prefix: string,
+    private readonly session: string,
+    private readonly user: string,
+    private readonly output: TerminalOutput,
+  ) {
+    this.streamKey = terminalStreamKey(prefix, session);
+    this.sessionKey = sessionKeyOf({ platform: 'terminal', conversation: session });
+  }
+
+  /** Starts reading after the newest event already in the stream. */
+  async start(): Promise<void> {
+    const [newest] = await this.reader.xrevrange(this.streamKey, '+', '-', 'COUNT', 1);
+    if (newest) this.lastId = newest[0];
+    this.loop = this.read();
+  }
+
+  async send(text: string): Promise<SendResult> {
+    const command = parseCommand(text);
+    if (command && 'unknown' in command) {
+      this.output.notice(unknownCommandText(command.unknown));
+      return { kind: 'handled', ok: false };
+    }
+    if (command?.name === 'help') {
+      this.output.answer(helpText());
+      return { kind: 'handled', ok: true };
+    }
+    if (command?.name === 'status') {
+      this.output.answer(formatStatus(await this.control.status(this.sessionKey)));
+      return { kind: 'handled', ok: true };
+    }
+    if (command?.name === 'stop') {
+      const stopped = await this.control.stop(this.sessionKey);
+      this.output.notice(stopped ? 'Stopping the current run…' : 'Nothing is running.');
+      return { kind: 'handled', ok: true };
+    }
+    if (!text.trim()) return { kind: 'handled', ok: true };
+    const message = terminalMessage(this.session, text, this.user);
+    const done = new Promise<DeliveredOutcome>((resolve) => this.waiting.set(message.id, resolve));
+    await this.producer.enqueue(message);
+    return { kind: 'queued', done };
+  }
+
+  get pending(): number {
+    return this.waiting.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.reader.disconnect();
+    await this.loop?.catch(() => {});
+  }
+
+  private async read(): Promise<void> {
+    while (!this.closed) {
+      let batch: [string, [string, string[]][]][] | null;
+      try {
+        batch = (await this.reader.xread('BLOCK', 1_000, 'STREAMS', this.streamKey, this.lastId)) as typeof batch;
+      } catch (err) {
+        if (this.closed) return;
+        throw err;
+      }
+      for (const [, entries] of batch ?? []) {
+        for (const [id, fields] of entries) {
+          this.lastId = id;
+          const json = fields[fields.indexOf('e') + 1];
+          if (json) this.dispatch(JSON.parse(json) as TerminalEvent);
+        }
+      }
+    }
+  }
+
+  private dispatch(event: TerminalEvent): void {
+    if (event.type === 'progress') this.output.progress(event.line);
+    else if (event.type === 'post') (event.kind === 'answer' ? this.output.answer : event.kind === 'status' ? this.output.progress : this.output.notice).call(this.output, event.text);
+    else {
+      for (const id of event.outcome.messageIds) {
+        this.waiting.get(id)?.(event.outcome);
+        this.waiting.delete(id);
+      }
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import type { Redis } from 'ioredis';
+import type { DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import { STREAM_MAXLEN, terminalStreamKey, type TerminalEvent } from './stream.js';
+
+export class TerminalOutbound implements OutboundAdapter {
+  readonly platform = 'terminal';
+  readonly editIntervalMs = 0;
+  private seq = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {
+    const id = await this.write(to, { type: 'post', to: to.id, kind, text });
+    return [id];
+  }
+
+  /** The terminal shows progress natively (stderr lines), so no status message is ever edited. */
+  async edit(): Promise<void> {}
+
+  async progress(to: InboundMessage, line: string): Promise<void> {
+    await this.write(to, { type: 'progress', to: to.id, line });
+  }
+
+  async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
+    await this.write(to, { type: 'ended', to: to.id, outcome });
+  }
+
+  private async write(to: InboundMessage, event: TerminalEvent): Promise<string> {
+    const key = terminalStreamKey(this.prefix, to.conversation);
+    const id = await this.redis.xadd(key, 'MAXLEN', '~', STREAM_MAXLEN, '*', 'e', JSON.stringify(event));
+    this.seq += 1;
+    return id ?? `terminal-${this.seq}`;
+  }
+}

@@ -1,0 +1,16 @@
+import type { DeliveredOutcome, PostKind } from '../types.js';
+
+/**
+ * The terminal channel's outbound path: the worker appends events to a Redis stream per
+ * terminal session and the chat process reads them, so a chat in one process works with workers
+ * anywhere. A stream, not pub/sub: an event written before the reader looked is not lost.
+ */
+export type TerminalEvent =
+  | { type: 'progress'; to: string; line: string }
+  | { type: 'post'; to: string; kind: PostKind; text: string }
+  | { type: 'ended'; to: string; outcome: DeliveredOutcome };
+
+export const terminalStreamKey = (prefix: string, conversation: string) => `${prefix}:term:${encodeURIComponent(conversation)}`;
+
+/** Events kept per terminal session stream. */
+export const STREAM_MAXLEN = 1_000;

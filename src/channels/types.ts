@@ -1,0 +1,72 @@
+/**
+ * The channel adapter contract: two halves behind one small interface.
+ *
+ * Inbound turns a platform event into one `InboundMessage` (plain, versioned JSON: it is the
+ * BullMQ job's data and the session inbox entry; never an SDK object). Outbound posts, edits and
+ * shows typing through plain HTTP (or Redis, for the terminal) so it works in a worker process
+ * that holds no gateway connection.
+ */
+
+export interface Attachment {
+  name: string;
+  /** Where the worker can fetch it (a platform file URL or file id); the adapter knows how. */
+  ref: string;
+  size?: number;
+  mime?: string;
+}
+
+export interface InboundMessage {
+  v: 1;
+  /** Our id for this message (unique). */
+  id: string;
+  /** 'terminal' | 'telegram' | 'slack' | 'discord' */
+  platform: string;
+  /** Chat / channel / DM channel id. */
+  conversation: string;
+  /** Thread or topic id when it is a session of its own. */
+  thread?: string;
+  sender: { id: string; name?: string };
+  /** The user's text without the bot mention. */
+  text: string;
+  attachments: Attachment[];
+  /** The platform's own id for the event (update_id, event_id, message id): de-duplication key. */
+  eventId: string;
+  /** When the gateway received it, ms since the epoch. */
+  receivedAt: number;
+  /** The platform message id to reply to (the user's message). */
+  replyTo?: string;
+  /** A control message, handled in order with the session's other messages. */
+  command?: 'reset';
+  /** Platform details the outbound half needs to reply (e.g. an interaction token). */
+  meta?: Record<string, string>;
+}
+
+/** What a posted message is for: platforms place and notify differently (the terminal prints status to stderr). */
+export type PostKind = 'status' | 'answer' | 'notice';
+
+/** How a run ended, as the user is told and as the terminal channel exits. */
+export interface DeliveredOutcome {
+  runId: string;
+  state: 'completed' | 'failed' | 'cancelled';
+  reason?: string;
+  /** Ids of the messages this run answered. */
+  messageIds: string[];
+}
+
+export interface OutboundAdapter {
+  readonly platform: string;
+  /** Minimum time between two edits of one status message. */
+  readonly editIntervalMs: number;
+  /** How often a typing indicator must be refreshed; absent when the platform has none. */
+  readonly typingIntervalMs?: number;
+  /** Posts a new message where `to` came from (thread / reply position); formats and splits. Returns the posted ids in order. */
+  post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]>;
+  /** Replaces the text of a message this adapter posted. */
+  edit(to: InboundMessage, messageId: string, text: string): Promise<void>;
+  remove?(to: InboundMessage, messageId: string): Promise<void>;
+  /** A native progress surface (one line at a time); when present, no status message is posted. */
+  progress?(to: InboundMessage, line: string): Promise<void>;
+  typing?(to: InboundMessage): Promise<void>;
+  /** Called once when a run's reply was delivered (or its failure line was). */
+  ended?(to: InboundMessage, outcome: DeliveredOutcome): Promise<void>;
+}

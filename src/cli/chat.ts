@@ -1,0 +1,105 @@
+import { userInfo } from 'node:os';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { loadConfig, ConfigError } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { ensureRedis, RedisUnavailableError } from './redis-bootstrap.js';
+import { connectRedis } from '../queue/connection.js';
+import { SessionKeys } from '../queue/keys.js';
+import { createRunQueue } from '../queue/run-queue.js';
+import { Producer } from '../queue/producer.js';
+import { SessionControl } from '../queue/control.js';
+import { TerminalClient, type TerminalOutput } from '../channels/terminal/client.js';
+import { startWorkerRole, type Role } from '../roles/worker.js';
+
+const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] ["message"]]
+  with a message: one-shot. Progress on stderr, the answer on stdout; exit 0 when the run completed, 1 when not.
+  without: an interactive chat (/help, /status, /stop, /reset; Ctrl-C stops a run, Ctrl-D quits).
+  --session NAME  continue a named conversation (default "default")
+  --no-worker     never start a worker in this process (use the ones already running)`;
+
+const dim = (s: string) => (process.stderr.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { session: { type: 'string', short: 's', default: 'default' }, 'no-worker': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const config = loadConfig();
+  // The terminal is for the conversation: only warnings and errors are logged unless LOG_LEVEL says otherwise.
+  const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn').child({ role: 'chat' });
+  const redis = await ensureRedis(config.redis.url, config.redis.explicit, true, log);
+  const keys = new SessionKeys(config.queue.prefix, config.queue.name);
+  const connection = connectRedis(redis.url, 'switchboard-chat');
+  const queue = createRunQueue(config.queue, connection);
+  let worker: Role | undefined;
+  if (!values['no-worker'] && (redis.child || (await queue.getWorkersCount()) === 0)) {
+    process.stderr.write(dim('(no worker is running: starting one in this process)\n'));
+    worker = await startWorkerRole(config, redis.url, log);
+  }
+
+  const output: TerminalOutput = {
+    progress: (line) => process.stderr.write(`${dim(line)}\n`),
+    answer: (text) => process.stdout.write(`${text}\n`),
+    notice: (text) => process.stderr.write(`${text}\n`),
+  };
+  const client = new TerminalClient(
+    connectRedis(redis.url, 'switchboard-chat-reader'),
+    new Producer(connection, queue, keys),
+    new SessionControl(connection, keys),
+    config.queue.prefix,
+    values.session,
+    userInfo().username,
+    output,
+  );
+  await client.start();
+
+  const shutdown = async () => {
+    await client.close();
+    await worker?.close();
+    await queue.close();
+    connection.disconnect();
+    await redis.stop();
+  };
+
+  const message = positionals.join(' ').trim();
+  if (message) {
+    process.on('SIGINT', () => void client.send('/stop'));
+    const sent = await client.send(message);
+    const ok = sent.kind === 'handled' ? sent.ok : (await sent.done).state === 'completed';
+    await shutdown();
+    return ok ? 0 : 1;
+  }
+
+  process.stderr.write(dim(`Switchboard — session "${values.session}". /help for commands, Ctrl-D to quit.\n`));
+  const rl = createInterface({ input: process.stdin, output: process.stderr, prompt: '> ' });
+  rl.on('SIGINT', () => {
+    if (client.pending > 0) void client.send('/stop');
+    else rl.close();
+  });
+  rl.prompt();
+  let chain = Promise.resolve();
+  rl.on('line', (line) => {
+    chain = chain.then(async () => {
+      const sent = await client.send(line);
+      if (sent.kind === 'queued') await sent.done;
+      rl.prompt();
+    });
+  });
+  await new Promise<void>((resolve) => rl.once('close', () => resolve()));
+  await chain;
+  await shutdown();
+  return 0;
+}
+
+main()
+  .then((code) => process.exit(code))
+  .catch((err: unknown) => {
+    if (err instanceof ConfigError || err instanceof RedisUnavailableError) process.stderr.write(`${err.message}\n`);
+    else process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });

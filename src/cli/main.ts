@@ -1,0 +1,52 @@
+import { loadConfig, ConfigError } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { ensureRedis, RedisUnavailableError } from './redis-bootstrap.js';
+import { startGatewayRole } from '../roles/gateway.js';
+import { startWorkerRole, type Role } from '../roles/worker.js';
+
+const ROLES = ['all', 'gateway', 'worker'] as const;
+type RoleName = (typeof ROLES)[number];
+
+/** How long a graceful stop waits for active runs before leaving them to other workers. */
+const DRAIN_MS = 30_000;
+
+async function main(): Promise<void> {
+  const role = (process.argv[2] ?? 'all') as RoleName;
+  if (!ROLES.includes(role)) throw new ConfigError([`usage: main.ts [${ROLES.join('|')}] (got "${role}")`]);
+  const config = loadConfig();
+  const log = createLogger(config.logLevel).child({ role });
+  // Split roles must share one Redis, so only the all-in-one process may start a private one.
+  const redis = await ensureRedis(config.redis.url, config.redis.explicit, role === 'all', log);
+  const roles: Role[] = [];
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: leaving active runs to other workers');
+      await Promise.all(roles.map((r) => r.close(true)));
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'stopping: waiting for active runs');
+    const forced = setTimeout(() => void Promise.all(roles.map((r) => r.close(true))), DRAIN_MS);
+    await Promise.all(roles.map((r) => r.close()));
+    clearTimeout(forced);
+    await redis.stop();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  if (role !== 'gateway') roles.push(await startWorkerRole(config, redis.url, log));
+  if (role !== 'worker') roles.push(await startGatewayRole(config, redis.url, log));
+  log.info({ redis: redis.child ? 'private' : 'shared' }, 'ready');
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof RedisUnavailableError) {
+    process.stderr.write(`${err.message}\n`);
+  } else {
+    process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,97 @@
+import { resolve } from 'node:path';
+import type { AgentLimits } from '../agent/types.js';
+import type { Env } from './schema.js';
+import { ConfigError } from './errors.js';
+
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+export interface ModelConfig {
+  apiKey: string | undefined;
+  baseURL: string | undefined;
+  name: string;
+  stream: boolean;
+  timeoutMs: number;
+}
+
+export interface QueueConfig {
+  /** Hash-tagged key prefix shared by BullMQ and our session keys (one Cluster slot). */
+  prefix: string;
+  name: string;
+  concurrency: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+  reconcileIntervalMs: number;
+  /** Messages of one session waiting together are folded into one turn, at most this many. */
+  foldMax: number;
+}
+
+export interface Config {
+  redis: { url: string; /** false when REDIS_URL was not set: we may start a private redis-server */ explicit: boolean };
+  model: ModelConfig;
+  workspaceRoot: string;
+  port: number;
+  adminToken: string | undefined;
+  logLevel: Env['LOG_LEVEL'];
+  queue: QueueConfig;
+  agent: { limits: AgentLimits; historyTokens: number };
+  channels: {
+    telegram?: { token: string; apiRoot: string | undefined };
+    slack?: { botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined };
+    discord?: { token: string; applicationId: string; apiUrl: string | undefined };
+  };
+}
+
+export function deriveConfig(env: Env): Config {
+  return {
+    redis: { url: env.REDIS_URL ?? DEFAULT_REDIS_URL, explicit: env.REDIS_URL !== undefined },
+    model: {
+      apiKey: env.OPENAI_API_KEY,
+      baseURL: env.OPENAI_BASE_URL,
+      name: env.AGENT_MODEL,
+      stream: env.MODEL_STREAM,
+      timeoutMs: env.MODEL_TIMEOUT_MS,
+    },
+    workspaceRoot: resolve(env.WORKSPACE_ROOT),
+    port: env.PORT,
+    adminToken: env.ADMIN_TOKEN,
+    logLevel: env.LOG_LEVEL,
+    queue: {
+      prefix: env.QUEUE_PREFIX,
+      name: 'runs',
+      concurrency: env.WORKER_CONCURRENCY,
+      lockDurationMs: env.LOCK_DURATION_MS,
+      stalledIntervalMs: env.STALLED_INTERVAL_MS,
+      reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
+      foldMax: env.FOLD_MAX_MESSAGES,
+    },
+    agent: {
+      limits: {
+        maxSteps: env.AGENT_MAX_STEPS,
+        maxContextTokens: env.AGENT_CONTEXT_TOKENS,
+        modelRetries: env.AGENT_MODEL_RETRIES,
+        maxRetryDelayMs: 60_000,
+      },
+      historyTokens: env.AGENT_HISTORY_TOKENS,
+    },
+    channels: {
+      ...(env.TELEGRAM_BOT_TOKEN && { telegram: { token: env.TELEGRAM_BOT_TOKEN, apiRoot: env.TELEGRAM_API_ROOT } }),
+      ...(env.SLACK_BOT_TOKEN && {
+        slack: { botToken: env.SLACK_BOT_TOKEN, signingSecret: env.SLACK_SIGNING_SECRET, appToken: env.SLACK_APP_TOKEN, apiUrl: env.SLACK_API_URL },
+      }),
+      ...(env.DISCORD_TOKEN &&
+        env.DISCORD_APPLICATION_ID && {
+          discord: { token: env.DISCORD_TOKEN, applicationId: env.DISCORD_APPLICATION_ID, apiUrl: env.DISCORD_API_URL },
+        }),
+    },
+  };
+}
+
+/** The worker role needs a model; the gateway does not. Local servers (Ollama, vLLM) need no key. */
+export function requireModel(config: Config): ModelConfig & { apiKey: string } {
+  const { model } = config;
+  if (model.apiKey) return { ...model, apiKey: model.apiKey };
+  if (model.baseURL) return { ...model, apiKey: 'not-needed' };
+  throw new ConfigError([
+    'config: OPENAI_API_KEY is required to run the agent (or set OPENAI_BASE_URL to a local OpenAI-compatible server such as Ollama: http://127.0.0.1:11434/v1)',
+  ]);
+}

@@ -1,0 +1,27 @@
+import { existsSync } from 'node:fs';
+import { envSchema, type Env } from './schema.js';
+import { deriveConfig, type Config } from './config.js';
+
+import { ConfigError } from './errors.js';
+
+export { ConfigError };
+
+/** Reads `.env` (the process environment wins over it), validates, and derives the runtime config. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, envFile = '.env'): Config {
+  if (env === process.env && existsSync(envFile)) process.loadEnvFile(envFile);
+  return deriveConfig(parseEnv(env));
+}
+
+export function parseEnv(env: NodeJS.ProcessEnv): Env {
+  // An empty value means "unset", as in most .env files.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = envSchema.safeParse(present);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const name = String(issue.path[0] ?? 'environment');
+    const got = present[name];
+    const shown = got === undefined ? '' : ` (got "${/TOKEN|KEY|SECRET/.test(name) ? '…' : got.slice(0, 60)}")`;
+    return `config: ${name} ${issue.message}${shown}`;
+  });
+  throw new ConfigError([...new Set(lines)]);
+}

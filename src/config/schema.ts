@@ -1,0 +1,90 @@
+import { z } from 'zod';
+
+/**
+ * The configuration contract of ../DESIGN.md, plus the knobs of the queue and the agent loop.
+ * Every variable carries its own message: a wrong value stops start-up with one line that names
+ * the variable and what is expected.
+ */
+
+const text = (what: string) => z.string({ error: `must be ${what}` }).trim().min(1, `must be ${what}`);
+const optionalText = (what: string) => text(what).optional();
+
+const url = (what: string) =>
+  text(what).refine((v) => URL.canParse(v), `must be ${what} (an absolute URL such as http://host:port)`);
+
+const int = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, `must be a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be a whole number from ${min} to ${max}`).max(max, `must be a whole number from ${min} to ${max}`))
+    .optional()
+    .transform((v) => v ?? fallback);
+
+const flag = (fallback: boolean) =>
+  z
+    .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'must be 1 or 0 (true/false)' })
+    .optional()
+    .transform((v) => (v === undefined ? fallback : ['1', 'true', 'yes', 'on'].includes(v)));
+
+export const envSchema = z
+  .object({
+    REDIS_URL: url('a Redis URL such as redis://127.0.0.1:6379').refine(
+      (v) => /^rediss?:$/.test(new URL(v).protocol),
+      'must start with redis:// or rediss://',
+    ).optional(),
+    OPENAI_API_KEY: optionalText('an API key'),
+    OPENAI_BASE_URL: url('an OpenAI-compatible /v1 base URL').optional(),
+    AGENT_MODEL: text('a model name such as gpt-4.1-mini').default('gpt-4.1-mini'),
+    MODEL_STREAM: flag(false),
+    MODEL_TIMEOUT_MS: int(1_000, 600_000, 120_000),
+    WORKSPACE_ROOT: text('a folder path').default('./data/workspaces'),
+    PORT: int(0, 65_535, 3000),
+    ADMIN_TOKEN: text('a non-empty token').min(12, 'must be at least 12 characters').optional(),
+    LOG_LEVEL: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        error: 'must be one of fatal, error, warn, info, debug, trace, silent',
+      })
+      .default('info'),
+
+    QUEUE_PREFIX: text('a key prefix in a Redis hash tag such as {switchboard}')
+      .regex(/^\{[A-Za-z0-9_.-]+\}$/, 'must be a Redis hash tag such as {switchboard} (one slot, so Redis Cluster works)')
+      .default('{switchboard}'),
+    WORKER_CONCURRENCY: int(1, 1_000, 8),
+    LOCK_DURATION_MS: int(1_000, 600_000, 30_000),
+    STALLED_INTERVAL_MS: int(500, 600_000, 15_000),
+    RECONCILE_INTERVAL_MS: int(1_000, 3_600_000, 30_000),
+    FOLD_MAX_MESSAGES: int(1, 100, 10),
+
+    AGENT_MAX_STEPS: int(1, 500, 20),
+    AGENT_CONTEXT_TOKENS: int(1_000, 2_000_000, 100_000),
+    AGENT_HISTORY_TOKENS: int(0, 1_000_000, 16_000),
+    AGENT_MODEL_RETRIES: int(0, 20, 4),
+
+    TELEGRAM_BOT_TOKEN: optionalText('a bot token from @BotFather'),
+    TELEGRAM_API_ROOT: url('a Bot API root URL').optional(),
+    SLACK_BOT_TOKEN: optionalText('a bot token (xoxb-…)'),
+    SLACK_SIGNING_SECRET: optionalText('the app signing secret'),
+    SLACK_APP_TOKEN: optionalText('an app-level token (xapp-…)'),
+    SLACK_API_URL: url('a Slack Web API base URL').optional(),
+    DISCORD_TOKEN: optionalText('a bot token'),
+    DISCORD_APPLICATION_ID: optionalText('the application id'),
+    DISCORD_API_URL: url('a Discord REST base URL').optional(),
+  })
+  .superRefine((env, ctx) => {
+    const pair = (a: keyof typeof env, b: keyof typeof env, why: string) => {
+      if (env[a] !== undefined && env[b] === undefined) ctx.addIssue({ code: 'custom', path: [b], message: `is required when ${a} is set (${why})` });
+    };
+    pair('SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'Slack signs every request with it');
+    pair('DISCORD_TOKEN', 'DISCORD_APPLICATION_ID', 'slash commands are registered under it');
+    pair('DISCORD_APPLICATION_ID', 'DISCORD_TOKEN', 'the bot logs in with it');
+    if (env.SLACK_APP_TOKEN !== undefined && env.SLACK_BOT_TOKEN === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['SLACK_BOT_TOKEN'], message: 'is required when SLACK_APP_TOKEN is set' });
+    }
+    if (env.LOCK_DURATION_MS <= env.STALLED_INTERVAL_MS / 2) {
+      ctx.addIssue({ code: 'custom', path: ['LOCK_DURATION_MS'], message: 'must be more than half of STALLED_INTERVAL_MS' });
+    }
+  });
+
+export type Env = z.output<typeof envSchema>;

@@ -1,0 +1,39 @@
+import type { InboundMessage } from '../channels/types.js';
+import type { FailureReason, TokenUsage } from '../agent/types.js';
+
+/** Job data: plain, versioned JSON. The inbox is the source of truth; `messages` shows what the run took. */
+export interface RunJobData {
+  v: 1;
+  session: string;
+  /** The message whose arrival added this job (for the dashboard). */
+  trigger?: InboundMessage;
+  /** Filled in when the run claims its turn: the message(s) it answers. */
+  messages?: InboundMessage[];
+}
+
+/** The job's return value (completed) — or, for failed runs, logged and carried in the failure reason. */
+export interface RunResult {
+  runId: string;
+  session: string;
+  state: 'completed' | 'failed' | 'cancelled' | 'skipped';
+  reason?: FailureReason | 'session_busy' | 'inbox_empty';
+  detail?: string;
+  messageIds: string[];
+  steps: number;
+  modelCalls: number;
+  toolCalls: number;
+  usage: TokenUsage;
+  /** Platform ids of the posted reply. */
+  delivered: string[];
+  ms: number;
+}
+
+const PREVIEW_WORDS = 8;
+
+/** A readable job name for the dashboard: platform, conversation, first words. */
+export function jobName(message: InboundMessage): string {
+  const words = message.text.trim().split(/\s+/).slice(0, PREVIEW_WORDS).join(' ');
+  const more = message.text.trim().split(/\s+/).length > PREVIEW_WORDS ? '…' : '';
+  const where = message.thread ? `${message.conversation}/${message.thread}` : message.conversation;
+  return `${message.platform} ${where}: ${message.command ? `/${message.command}` : `${words}${more}`}`;
+}

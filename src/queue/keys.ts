@@ -1,0 +1,53 @@
+/**
+ * Every key lives under the hash-tagged prefix (e.g. `{switchboard}`) that BullMQ also uses, so
+ * the scripts that touch a session's keys and a job's lock run in one Redis Cluster slot.
+ */
+export class SessionKeys {
+  constructor(
+    readonly prefix: string,
+    readonly queueName: string,
+  ) {}
+
+  /** `{prefix}:{queue}:` — BullMQ's per-job keys are this plus `<jobId>:lock` etc. */
+  get jobBase(): string {
+    return `${this.prefix}:${this.queueName}:`;
+  }
+  jobLock(jobId: string): string {
+    return `${this.jobBase}${jobId}:lock`;
+  }
+  /** Messages waiting for a run, oldest first (JSON InboundMessage). */
+  inbox(session: string): string {
+    return `${this.prefix}:s:${session}:inbox`;
+  }
+  /** The job id of the run that holds the session. */
+  owner(session: string): string {
+    return `${this.prefix}:s:${session}:owner`;
+  }
+  /** Past turns, one JSON array of chat messages per entry, oldest first. */
+  history(session: string): string {
+    return `${this.prefix}:s:${session}:history`;
+  }
+  /** The last run's outcome (JSON), for /status. */
+  last(session: string): string {
+    return `${this.prefix}:s:${session}:last`;
+  }
+  /** A committed reply not yet confirmed delivered (JSON). Delivered by whichever run holds the session next. */
+  outbox(session: string): string {
+    return `${this.prefix}:s:${session}:outbox`;
+  }
+  /** How many runs have started on each waiting message (message id → count): a message that kills its worker is not retried forever. */
+  claims(session: string): string {
+    return `${this.prefix}:s:${session}:claims`;
+  }
+  /** Sessions with a non-empty inbox: what the reconciler walks. */
+  get pending(): string {
+    return `${this.prefix}:pending`;
+  }
+  seen(platform: string, eventId: string): string {
+    return `${this.prefix}:seen:${platform}:${eventId}`;
+  }
+  /** Pub/sub channel for cancel requests (/stop, operator cancel). */
+  get cancelChannel(): string {
+    return `${this.prefix}:cancel`;
+  }
+}

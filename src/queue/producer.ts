@@ -1,0 +1,46 @@
+import type { Redis } from 'ioredis';
+import type { InboundMessage } from '../channels/types.js';
+import { sessionKeyOf } from '../channels/session-key.js';
+import { SessionKeys } from './keys.js';
+import { withSessionScripts, type ScriptedRedis } from './scripts.js';
+import { addRunJob, type RunQueue } from './run-queue.js';
+import { jobName } from './job-data.js';
+
+/** How long a platform event id is remembered for de-duplication of redeliveries. */
+export const SEEN_TTL_SECONDS = 24 * 3600;
+
+export type EnqueueResult = { status: 'queued'; session: string; position: number } | { status: 'duplicate'; session: string };
+
+/**
+ * The gateway's half of the queue. The message is appended to its session's inbox and marked
+ * seen in one script (a redelivered event is dropped only once its first copy is in the inbox),
+ * then the run job is added. A crash between the two leaves the session in the pending set,
+ * where the reconciler finds it.
+ */
+export class Producer {
+  private readonly redis: ScriptedRedis;
+
+  constructor(
+    redis: Redis,
+    private readonly queue: RunQueue,
+    private readonly keys: SessionKeys,
+  ) {
+    this.redis = withSessionScripts(redis);
+  }
+
+  async enqueue(message: InboundMessage): Promise<EnqueueResult> {
+    const session = sessionKeyOf(message);
+    const k = this.keys;
+    const position = await this.redis.sbEnqueue(
+      k.seen(message.platform, message.eventId),
+      k.inbox(session),
+      k.pending,
+      JSON.stringify(message),
+      SEEN_TTL_SECONDS,
+      session,
+    );
+    if (position < 0) return { status: 'duplicate', session };
+    await addRunJob(this.queue, jobName(message), { v: 1, session, trigger: message });
+    return { status: 'queued', session, position };
+  }
+}

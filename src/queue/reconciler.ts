@@ -1,0 +1,34 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
+import type { SessionKeys } from './keys.js';
+import { addRunJob, type RunQueue } from './run-queue.js';
+
+const LIVE_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * Finds sessions that have waiting messages but no run job — the gateway died between the
+ * inbox append and the job add, or the session's job failed for good (out of attempts, stalled
+ * too often, removed by an operator) — and adds their run job. Adding is de-duplicated by
+ * session, so a session that does have a job is left as it is.
+ */
+export async function reconcile(redis: Redis, queue: RunQueue, keys: SessionKeys, log: Logger): Promise<number> {
+  let added = 0;
+  let cursor = '0';
+  do {
+    const [next, sessions] = await redis.sscan(keys.pending, cursor, 'COUNT', 200);
+    cursor = next;
+    for (const session of sessions) {
+      const holder = await redis.get(`${keys.prefix}:${keys.queueName}:de:${session}`);
+      if (holder !== null && LIVE_STATES.has(await queue.getJobState(holder))) continue;
+      if (holder !== null) await queue.removeDeduplicationKey(session);
+      if ((await redis.llen(keys.inbox(session))) === 0) {
+        await redis.srem(keys.pending, session);
+        continue;
+      }
+      await addRunJob(queue, `reconcile ${session}`, { v: 1, session });
+      added += 1;
+      log.warn({ session }, 'reconciler re-enqueued a session with waiting messages and no run job');
+    }
+  } while (cursor !== '0');
+  return added;
+}

@@ -1,0 +1,27 @@
+import type { AgentEvent } from '../agent/types.js';
+
+const clip = (s: string, max = 300) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
+
+/** One job-log line per agent event: the narration and each tool call with its outcome, for the dashboard. */
+export function jobLogLine(event: AgentEvent): string | null {
+  switch (event.type) {
+    case 'model_call':
+      return `step ${event.step}: model call`;
+    case 'narration':
+      return `assistant: ${clip(event.text)}`;
+    case 'tool_start':
+      return `tool ${event.name} ${clip(event.args, 200)}`;
+    case 'tool_end':
+      return `tool ${event.name} ${event.ok ? 'ok' : 'error'} in ${event.ms} ms: ${clip(event.summary)}`;
+    case 'model_retry':
+      return `model retry ${event.attempt} in ${event.delayMs} ms: ${clip(event.error)}`;
+    case 'nudge':
+      return `step ${event.step}: repeated response; nudged the model to change strategy`;
+    case 'final':
+      return `final answer: ${clip(event.text)}`;
+    case 'end': {
+      const o = event.outcome;
+      return `run ${o.state}${o.reason ? ` (${o.reason})` : ''}: ${o.steps} steps, ${o.toolCalls} tool calls, ${o.usage.totalTokens} tokens`;
+    }
+  }
+}

@@ -1,0 +1,48 @@
+import type { ChatMessage } from '../agent/types.js';
+import type { InboundMessage } from '../channels/types.js';
+
+/** A message that has started this many runs without being committed is given up on. */
+export const MAX_CLAIMS = 3;
+
+export interface ClaimedMessage {
+  message: InboundMessage;
+  raw: string;
+  /** Runs that have started on it, this one included. */
+  claims: number;
+}
+
+export type Turn =
+  | { kind: 'agent'; taken: ClaimedMessage[] }
+  | { kind: 'reset'; taken: ClaimedMessage[] }
+  | { kind: 'crashed'; taken: ClaimedMessage[] };
+
+/**
+ * Fold policy: the messages waiting at the head of the inbox are answered together in one turn
+ * (at most foldMax, as claimed), in arrival order. A control message (/reset) is a turn of its
+ * own, so it takes effect exactly between the messages sent before and after it. A head message
+ * that has already started MAX_CLAIMS runs (its worker died each time) is answered with an
+ * honest line instead of being tried forever.
+ */
+export function selectTurn(claimed: ClaimedMessage[]): Turn {
+  const [head] = claimed;
+  if (!head) throw new Error('selectTurn needs at least one message');
+  if (head.claims > MAX_CLAIMS) return { kind: 'crashed', taken: [head] };
+  if (head.message.command === 'reset') return { kind: 'reset', taken: [head] };
+  const taken: ClaimedMessage[] = [];
+  for (const c of claimed) {
+    if (c.message.command !== undefined || c.claims > MAX_CLAIMS) break;
+    taken.push(c);
+  }
+  return { kind: 'agent', taken };
+}
+
+function formatBytes(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The user message the model sees for one inbound message. */
+export function toUserMessage(message: InboundMessage): ChatMessage {
+  const files = message.attachments.map((a) => `- ${a.name}${a.size === undefined ? '' : ` (${formatBytes(a.size)})`}`);
+  const content = files.length ? `${message.text}\n\n[Attached files, saved in the workspace:]\n${files.join('\n')}` : message.text;
+  return { role: 'user', content };
+}

@@ -1,0 +1,58 @@
+import type { Config } from '../config/config.js';
+import { requireModel } from '../config/config.js';
+import { createOpenAIModel } from '../agent/openai-model.js';
+import { DEFAULT_SYSTEM_PROMPT } from '../agent/prompt.js';
+import type { ModelClient } from '../agent/types.js';
+import type { OutboundAdapter } from '../channels/types.js';
+import { TerminalOutbound } from '../channels/terminal/outbound.js';
+import type { Logger } from '../log.js';
+import { connectRedis } from '../queue/connection.js';
+import { SessionKeys } from '../queue/keys.js';
+import { createRunQueue } from '../queue/run-queue.js';
+import { withSessionScripts } from '../queue/scripts.js';
+import { startRunWorker } from '../queue/worker.js';
+
+export interface Role {
+  /** `force`: leave active runs to be picked up by another worker instead of waiting for them. */
+  close(force?: boolean): Promise<void>;
+}
+
+/** The worker role: agent runs from the queue, replies through each platform's outbound half. */
+export async function startWorkerRole(config: Config, redisUrl: string, log: Logger, model?: ModelClient): Promise<Role> {
+  const modelClient =
+    model ??
+    (() => {
+      const m = requireModel(config);
+      return createOpenAIModel({ apiKey: m.apiKey, model: m.name, stream: m.stream, timeoutMs: m.timeoutMs, ...(m.baseURL && { baseURL: m.baseURL }) });
+    })();
+  const redis = withSessionScripts(connectRedis(redisUrl, 'switchboard-worker-state'));
+  const keys = new SessionKeys(config.queue.prefix, config.queue.name);
+  const queue = createRunQueue(config.queue, redis);
+  const outbounds = new Map<string, OutboundAdapter>([['terminal', new TerminalOutbound(redis, config.queue.prefix)]]);
+  const outbound = (platform: string): OutboundAdapter => {
+    const adapter = outbounds.get(platform);
+    if (!adapter) throw new Error(`no outbound adapter for platform "${platform}" in this worker`);
+    return adapter;
+  };
+  const runWorker = await startRunWorker(redisUrl, config.queue, {
+    redis,
+    queue,
+    keys,
+    model: modelClient,
+    system: DEFAULT_SYSTEM_PROMPT,
+    limits: config.agent.limits,
+    historyTokens: config.agent.historyTokens,
+    foldMax: config.queue.foldMax,
+    workspaceRoot: config.workspaceRoot,
+    outbound,
+    log,
+  });
+  log.info({ concurrency: config.queue.concurrency, model: modelClient.name }, 'worker ready');
+  return {
+    async close(force = false) {
+      await runWorker.close(force);
+      await queue.close();
+      redis.disconnect();
+    },
+  };
+}
