@@ -11,8 +11,10 @@ export const SEARCH_LIMITS = {
   maxMatches: 100,
   /** Matching lines are shown cut to this length. */
   maxLineChars: 200,
-  /** Files visited at most. */
+  /** Files searched at most … */
   maxFiles: 5000,
+  /** … and directory entries walked at most (a name filter may match few of them). */
+  maxEntries: 50_000,
   /** Larger files are skipped. */
   maxFileBytes: 1024 * 1024,
   /** Bytes read at most over the whole search. */
@@ -50,10 +52,16 @@ export function createSearchFilesTool(ws: Workspace, limits: Partial<typeof SEAR
 
       const files: { abs: string; rel: string }[] = [];
       let fileCapHit = false;
+      let entryCapHit = false;
+      let visited = 0;
       if (info.isFile()) {
         files.push({ abs, rel: display });
       } else {
         for await (const entry of walk(ws, abs, { maxDepth: lim.maxDepth, signal })) {
+          if (++visited > lim.maxEntries) {
+            entryCapHit = true;
+            break;
+          }
           if (entry.kind !== 'file' || (name !== undefined && !entry.rel.split('/').pop()!.includes(name))) continue;
           if (files.length >= lim.maxFiles) {
             fileCapHit = true;
@@ -63,21 +71,19 @@ export function createSearchFilesTool(ws: Workspace, limits: Partial<typeof SEAR
         }
       }
 
-      const outcome = await runSearch(
-        { files, source: pattern, flags, maxMatches: lim.maxMatches, maxLineChars: lim.maxLineChars, maxFileBytes: lim.maxFileBytes, maxTotalBytes: lim.maxTotalBytes },
-        lim.timeoutMs,
-        signal,
-      );
-
-      const lines = outcome.hits.length > 0 ? [...outcome.hits] : [`No matches for /${pattern}/${flags} in ${display} (${files.length} files).`];
+      const outcome = await runSearch({ ...lim, files, source: pattern, flags }, lim.timeoutMs, signal);
+      const lines = outcome.hits.length > 0
+        ? [...outcome.hits]
+        : [`No matches for /${pattern}/${flags} in ${display} (${files.length} files).`];
       if (outcome.stop === 'matches') lines.push(`[Stopped at ${lim.maxMatches} matches; narrow the pattern or path.]`);
       if (outcome.stop === 'bytes') lines.push(`[Stopped after reading ${formatBytes(lim.maxTotalBytes)}; narrow the path.]`);
       if (outcome.stop === 'timeout') {
         lines.push(`[Stopped after ${lim.timeoutMs / 1000} s; results are partial. Simplify the pattern or narrow the path.]`);
       }
       if (fileCapHit) lines.push(`[Only the first ${lim.maxFiles} files were searched; narrow the path.]`);
+      if (entryCapHit) lines.push(`[Stopped walking after ${lim.maxEntries} entries; narrow the path.]`);
       if (outcome.skipped > 0) {
-        lines.push(`[Skipped ${outcome.skipped} binary, unreadable or over-${formatBytes(lim.maxFileBytes)} files.]`);
+        lines.push(`[Skipped ${outcome.skipped} unreadable or over-${formatBytes(lim.maxFileBytes)} files.]`);
       }
       return lines.join('\n');
     },

@@ -14,7 +14,7 @@ export interface SearchOutcome {
   /** `path:line: text` lines, in file order. */
   hits: string[];
   scanned: number;
-  /** Binary, oversized or unreadable files. */
+  /** Oversized or unreadable files (binary ones are skipped silently). */
   skipped: number;
   stop: '' | 'matches' | 'bytes' | 'timeout';
 }
@@ -36,7 +36,7 @@ for (const file of job.files) {
   } catch { skipped++; continue; }
   bytes += buf.length;
   scanned++;
-  if (buf.subarray(0, 8000).includes(0)) { skipped++; continue; }
+  if (buf.subarray(0, 8000).includes(0)) continue;
   const lines = buf.toString('utf8').split('\n');
   const hits = [];
   for (let i = 0; i < lines.length; i++) {
