@@ -60,9 +60,13 @@ function failure(name: string, target: string, message: string, short: string): 
   };
 }
 
+/** Tools whose result is workspace content: their summary shows its size, never the content (it goes to the chat). */
+const CONTENT_TOOLS = new Set(['read_file', 'list_files', 'search_files']);
+
 function okSummary(name: string, target: string, content: string): string {
-  // A one-line answer ("Created a.txt (12 bytes written)") says more than its size.
-  const outcome = !content.includes('\n') && content.length <= 100 ? content : formatBytes(Buffer.byteLength(content));
+  // A one-line status ("Created a.txt (12 bytes written)") says more than its size.
+  const statusLine = !CONTENT_TOOLS.has(name) && !content.includes('\n') && content.length <= 100;
+  const outcome = statusLine ? content : formatBytes(Buffer.byteLength(content));
   return `${name}${target ? ` ${target}` : ''} → ${outcome}`;
 }
 
