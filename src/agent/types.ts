@@ -30,8 +30,9 @@ export interface RunOutcome {
   detail?: string;
   /** The final answer text; set only when state is 'completed'. */
   answer?: string;
-  /** Model calls made (each step is one model call). */
+  /** Steps taken: one per model call counted against limits.maxSteps (retries not counted). */
   steps: number;
+  /** Model requests actually sent, retries included. */
   modelCalls: number;
   toolCalls: number;
   usage: TokenUsage;
@@ -50,7 +51,9 @@ export type AgentEvent =
   | { type: 'tool_start'; step: number; callId: string; name: string; args: string }
   | { type: 'tool_end'; step: number; callId: string; name: string; ok: boolean; summary: string; ms: number }
   | { type: 'model_retry'; step: number; attempt: number; delayMs: number; error: string }
-  | { type: 'nudge'; step: number }
+  /** The loop told the model it repeated itself or answered nothing (once per kind per run). */
+  | { type: 'nudge'; step: number; reason: 'repeat' | 'empty' }
+  /** The final answer; emitted only when the run completed, right before 'end'. */
   | { type: 'final'; text: string }
   | { type: 'end'; outcome: RunOutcome };
 

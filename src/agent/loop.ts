@@ -1,0 +1,119 @@
+import { toModelTools } from '../tools/schema.js';
+import type { AgentRunInput, AssistantMessage, ModelResponse, RunOutcome } from './types.js';
+import { estimateTokens } from './budget.js';
+import { callModel } from './model-step.js';
+import { endsInToolCalls, isComplete, isRepeat, lastAssistant, textOf } from './resolve.js';
+import { append, appendNudge, createRunState, emit, outcomeOf, type RunState } from './state.js';
+import { runTools } from './tool-step.js';
+
+export const REPEAT_NUDGE =
+  'You sent exactly the same reply and tool calls as your previous message; their results are above. ' +
+  'Do not repeat it: change your approach, or give your final answer now.';
+export const EMPTY_NUDGE =
+  'Your last reply was empty. Reply to the user now with your final answer, based on what you found.';
+
+/**
+ * Runs one turn to a terminal state. Never throws: every failure is an outcome.
+ *
+ * Each step: abort? → step limit? → context budget? → model call (with retries) → resolve:
+ * tool calls are run and the loop goes on; final text completes; anything else fails.
+ */
+export async function runAgent(input: AgentRunInput): Promise<RunOutcome> {
+  const state = createRunState(input);
+  let outcome: RunOutcome;
+  try {
+    outcome = await drive(state);
+  } catch (err) {
+    // Only a bug gets here (model and tools never throw); the run still ends with a reason.
+    outcome = outcomeOf(state, 'failed', { reason: 'model_error', detail: `internal error: ${String(err)}` });
+  }
+  if (outcome.state === 'completed') emit(state, { type: 'final', text: outcome.answer ?? '' });
+  emit(state, { type: 'end', outcome });
+  return outcome;
+}
+
+async function drive(state: RunState): Promise<RunOutcome> {
+  const { signal, limits } = state.input;
+  const tools = toModelTools(state.input.tools);
+  for (;;) {
+    if (signal.aborted) return cancelled(state);
+    if (state.steps >= limits.maxSteps) {
+      return outcomeOf(state, 'failed', { reason: 'step_limit', detail: `no final answer after ${state.steps} model calls` });
+    }
+    const estimate = estimateTokens(state.messages, tools);
+    if (estimate > limits.maxContextTokens) {
+      return outcomeOf(state, 'failed', {
+        reason: 'context_budget',
+        detail: `prompt estimated at ${estimate} tokens, over the budget of ${limits.maxContextTokens}`,
+      });
+    }
+
+    state.steps++;
+    emit(state, { type: 'model_call', step: state.steps });
+    const response = await callModel(state, tools);
+    if (response.stopReason === 'aborted' || signal.aborted) return cancelled(state);
+    if (response.stopReason === 'error') return modelFailed(state, response);
+
+    const next = await resolveResponse(state, response);
+    if (next !== 'continue') return next;
+  }
+}
+
+/** Decides what one successful model response means for the run. */
+async function resolveResponse(state: RunState, response: ModelResponse): Promise<RunOutcome | 'continue'> {
+  const message = response.message;
+  const text = textOf(message).trim();
+  const stepsLeft = state.steps < state.input.limits.maxSteps;
+
+  if ((message.tool_calls?.length ?? 0) > 0) {
+    if (!state.nudged.repeat && stepsLeft && isRepeat(lastAssistant(state.transcript), message)) {
+      // The repeat is dropped (its tools would only run again) and replaced by the nudge.
+      state.nudged.repeat = true;
+      appendNudge(state, REPEAT_NUDGE);
+      emit(state, { type: 'nudge', step: state.steps, reason: 'repeat' });
+      return 'continue';
+    }
+    if (text !== '') emit(state, { type: 'narration', step: state.steps, text });
+    append(state, message);
+    const ran = await runTools(state, message);
+    return ran ? 'continue' : cancelled(state);
+  }
+
+  if (text === '') {
+    if (!state.nudged.empty && stepsLeft) {
+      state.nudged.empty = true;
+      appendNudge(state, EMPTY_NUDGE);
+      emit(state, { type: 'nudge', step: state.steps, reason: 'empty' });
+      return 'continue';
+    }
+    return endsInToolCalls(state.transcript)
+      ? outcomeOf(state, 'failed', { reason: 'incomplete_turn', detail: 'the model returned nothing after its tool calls' })
+      : outcomeOf(state, 'failed', { reason: 'empty_answer', detail: 'the model returned an empty answer' });
+  }
+
+  const final: AssistantMessage = { role: 'assistant', content: textOf(message) };
+  append(state, final);
+  if (!isComplete(state.transcript)) {
+    return outcomeOf(state, 'failed', { reason: 'incomplete_turn', detail: 'a tool call has no result' });
+  }
+  const cut = response.stopReason === 'length' ? { detail: 'answer cut at the max_tokens limit (finish_reason length)' } : {};
+  return outcomeOf(state, 'completed', { answer: text, ...cut });
+}
+
+/**
+ * The model kept failing. If this run already has an answered tool-call turn and no final
+ * answer, that is an incomplete turn (the user saw "Let me look…" and never got the answer);
+ * otherwise a plain model error.
+ */
+function modelFailed(state: RunState, response: ModelResponse): RunOutcome {
+  const error = response.error?.message ?? 'unknown model error';
+  const attempts = `${state.modelCalls} model call(s)`;
+  if (endsInToolCalls(state.transcript)) {
+    return outcomeOf(state, 'failed', { reason: 'incomplete_turn', detail: `the model failed after its tool calls (${attempts}): ${error}` });
+  }
+  return outcomeOf(state, 'failed', { reason: 'model_error', detail: error });
+}
+
+function cancelled(state: RunState): RunOutcome {
+  return outcomeOf(state, 'cancelled', { reason: 'cancelled', detail: 'the run was cancelled' });
+}
