@@ -16,7 +16,7 @@ export function jobLogLine(event: AgentEvent): string | null {
     case 'model_retry':
       return `model retry ${event.attempt} in ${event.delayMs} ms: ${clip(event.error)}`;
     case 'nudge':
-      return `step ${event.step}: repeated response; nudged the model to change strategy`;
+      return event.reason === 'repeat' ? `step ${event.step}: repeated response; nudged the model to change strategy` : `step ${event.step}: empty answer; nudged the model to answer`;
     case 'final':
       return `final answer: ${clip(event.text)}`;
     case 'end': {
