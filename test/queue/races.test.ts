@@ -39,7 +39,7 @@ describe('queue races', () => {
   }, 90_000);
 
   it('a retry pressed in the dashboard never makes two runs of one session overlap', async () => {
-    h = await PipelineHarness.start('retry', { delayMs: (req) => (JSON.stringify(req.body).includes('slow') ? 1_500 : 5) });
+    h = await PipelineHarness.start('retry', { delayMs: (req) => (String(req.body.messages.at(-1).content).includes('slow') ? 1_500 : 5) });
     await h.addWorkers(1, { WORKER_CONCURRENCY: '4' });
     const first = await h.send('d', 'd quick');
     await h.waitEnded(['d'], [first.id]);
