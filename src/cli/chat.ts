@@ -82,16 +82,22 @@ async function main(): Promise<number> {
     else rl.close();
   });
   rl.prompt();
-  let chain = Promise.resolve();
+  // Lines are sent as they are typed: a message typed during a run waits in the session's inbox
+  // (and is folded into the next turn); /stop and /status act at once.
+  const inFlight = new Set<Promise<unknown>>();
   rl.on('line', (line) => {
-    chain = chain.then(async () => {
-      const sent = await client.send(line);
-      if (sent.kind === 'queued') await sent.done;
-      rl.prompt();
-    });
+    const sending = client
+      .send(line)
+      .then(async (sent) => {
+        if (sent.kind === 'queued') await sent.done;
+      })
+      .catch((err: unknown) => output.notice(`could not send: ${err instanceof Error ? err.message : String(err)}`))
+      .finally(() => client.pending === 0 && rl.prompt());
+    inFlight.add(sending);
+    void sending.finally(() => inFlight.delete(sending));
   });
   await new Promise<void>((resolve) => rl.once('close', () => resolve()));
-  await chain;
+  while (inFlight.size > 0) await Promise.all([...inFlight]);
   await shutdown();
   return 0;
 }

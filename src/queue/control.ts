@@ -16,19 +16,26 @@ export class SessionControl {
 
   /** Asks the worker running this session's run to stop it at its next boundary. False when nothing runs. */
   async stop(session: string): Promise<boolean> {
-    const owner = await this.redis.get(this.keys.owner(session));
-    if (owner === null || (await this.redis.exists(this.keys.jobLock(owner))) === 0) return false;
+    if (!(await this.running(session))) return false;
     await this.redis.publish(this.keys.cancelChannel, session);
     return true;
   }
 
+  /**
+   * A live run owns the session and has not committed yet. Once its reply is committed (the
+   * outbox is written) the run is only delivering: nothing is left to stop.
+   */
+  private async running(session: string): Promise<boolean> {
+    const [owner, delivering] = await Promise.all([this.redis.get(this.keys.owner(session)), this.redis.exists(this.keys.outbox(session))]);
+    return owner !== null && delivering === 0 && (await this.redis.exists(this.keys.jobLock(owner))) === 1;
+  }
+
   async status(session: string): Promise<SessionStatus> {
-    const [owner, queued, last] = await Promise.all([
-      this.redis.get(this.keys.owner(session)),
+    const [running, queued, last] = await Promise.all([
+      this.running(session),
       this.redis.llen(this.keys.inbox(session)),
       this.redis.get(this.keys.last(session)),
     ]);
-    const running = owner !== null && (await this.redis.exists(this.keys.jobLock(owner))) === 1;
     const status: SessionStatus = { running, queued };
     if (last) status.last = JSON.parse(last) as NonNullable<SessionStatus['last']>;
     return status;

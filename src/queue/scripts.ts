@@ -32,9 +32,11 @@ if #msgs == 0 and outbox == '' then
 end
 redis.call('SET', KEYS[2], ARGV[2])
 local result = {1, outbox}
+-- Only the head is certainly taken by this run, so only its start is counted.
 for i, m in ipairs(msgs) do
   local id = cjson.decode(m)['id']
-  result[#result + 1] = tostring(redis.call('HINCRBY', KEYS[4], id, 1))
+  local count = i == 1 and redis.call('HINCRBY', KEYS[4], id, 1) or (redis.call('HGET', KEYS[4], id) or 0)
+  result[#result + 1] = tostring(count)
   result[#result + 1] = m
 end
 return result

@@ -7,7 +7,7 @@ export const MAX_CLAIMS = 3;
 export interface ClaimedMessage {
   message: InboundMessage;
   raw: string;
-  /** Runs that have started on it, this one included. */
+  /** Runs that have started with it at the head of the inbox, this one included (0 when not the head). */
   claims: number;
 }
 
