@@ -61,6 +61,12 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     const [job] = await h.queue.getJobs(['completed']);
     expect(job!.returnvalue).toMatchObject({ state: 'completed', steps: 2, modelCalls: 2, toolCalls: 1 });
     expect(await job!.getState()).toBe('completed');
+    // The dashboard's view of the run: the message in the job data, the narration and tool calls in its logs.
+    expect(job!.data.messages?.map((m) => m.text)).toEqual(['Read notes/meeting.md and list the three things I need to do']);
+    const { logs } = await h.queue.getJobLogs(job!.id!);
+    expect(logs).toEqual(
+      expect.arrayContaining(['assistant: Let me look at the notes.', expect.stringMatching(/^tool read_file ok in \d+ ms: read_file notes\/meeting.md → /), expect.stringMatching(/^run completed: 2 steps, 1 tool calls/)]),
+    );
   }, 60_000);
 
   it('starts a worker in the chat process when none runs, and --session continues a conversation', async () => {
