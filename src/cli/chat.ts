@@ -10,6 +10,7 @@ import { createRunQueue } from '../queue/run-queue.js';
 import { Producer } from '../queue/producer.js';
 import { SessionControl } from '../queue/control.js';
 import { TerminalClient, type TerminalOutput } from '../channels/terminal/client.js';
+import { Intake } from '../channels/intake.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
 
 const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] ["message"]]
@@ -49,8 +50,7 @@ async function main(): Promise<number> {
   };
   const client = new TerminalClient(
     connectRedis(redis.url, 'switchboard-chat-reader'),
-    new Producer(connection, queue, keys),
-    new SessionControl(connection, keys),
+    new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys), log),
     config.queue.prefix,
     values.session,
     userInfo().username,

@@ -20,7 +20,9 @@ export function parseEnv(env: NodeJS.ProcessEnv): Env {
   const lines = result.error.issues.map((issue) => {
     const name = String(issue.path[0] ?? 'environment');
     const got = present[name];
-    const shown = got === undefined ? '' : ` (got "${/TOKEN|KEY|SECRET/.test(name) ? '…' : got.slice(0, 60)}")`;
+    // Secrets are never echoed: neither secret variables nor the credentials part of a URL.
+    const safe = /TOKEN|KEY|SECRET/.test(name) ? '…' : got?.replace(/\/\/[^/@\s]*@/, '//…@').slice(0, 60);
+    const shown = got === undefined ? '' : ` (got "${safe}")`;
     return `config: ${name} ${issue.message}${shown}`;
   });
   throw new ConfigError([...new Set(lines)]);

@@ -31,7 +31,8 @@ const flag = (fallback: boolean) =>
 export const envSchema = z
   .object({
     REDIS_URL: url('a Redis URL such as redis://127.0.0.1:6379').refine(
-      (v) => /^rediss?:$/.test(new URL(v).protocol),
+      // An unparsable URL is already reported by the check above (one line per variable).
+      (v) => !URL.canParse(v) || /^rediss?:$/.test(new URL(v).protocol),
       'must start with redis:// or rediss://',
     ).optional(),
     OPENAI_API_KEY: optionalText('an API key'),

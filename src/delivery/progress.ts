@@ -72,6 +72,9 @@ export class ProgressReporter {
     if (this.stopped) return;
     const text = this.lines.join('\n');
     if (text === this.shown) return;
+    // The wait was computed when the line arrived; a post or edit that was still in flight then
+    // has moved lastEditAt since, so check again rather than edit right after it.
+    if (this.statusMessageId !== undefined && this.now() < this.lastEditAt + this.out.editIntervalMs) return this.schedule();
     try {
       if (this.statusMessageId === undefined) {
         const [id] = await this.out.post(this.to, text, 'status');

@@ -1,45 +1,48 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
+import { CHANNELS, type InboundChannel } from '../channels/registry.js';
+import { Intake } from '../channels/intake.js';
+import { createHttpApp, mountHealth } from '../http/app.js';
 import { connectRedis } from '../queue/connection.js';
+import { SessionControl } from '../queue/control.js';
+import { SessionKeys } from '../queue/keys.js';
+import { Producer } from '../queue/producer.js';
+import { createRunQueue } from '../queue/run-queue.js';
 import type { Role } from './worker.js';
 
 /**
- * The gateway role: the HTTP server (health now; Slack events, the Telegram webhook, the
- * dashboard and metrics as those channels land) and the channels' inbound halves.
+ * The gateway role: the HTTP server (health, webhooks) and the inbound half of every enabled
+ * channel, each handing normalised messages to the intake.
  */
-export async function startGatewayRole(config: Config, redisUrl: string, log: Logger): Promise<Role & { server: Server }> {
-  const redis = connectRedis(redisUrl, 'switchboard-gateway', { maxRetriesPerRequest: 1 });
-  for (const name of Object.keys(config.channels)) {
-    log.warn({ channel: name }, `the ${name} channel is configured but not part of this version yet; it stays off`);
+export async function startGatewayRole(config: Config, redisUrl: string, log: Logger): Promise<Role & { server: Server; channels: InboundChannel[] }> {
+  const redis = connectRedis(redisUrl, 'switchboard-gateway');
+  const keys = new SessionKeys(config.queue.prefix, config.queue.name);
+  const queue = createRunQueue(config.queue, redis);
+  const intake = new Intake(new Producer(redis, queue, keys), new SessionControl(redis, keys), log);
+  const app = createHttpApp();
+  const channels: InboundChannel[] = [];
+  mountHealth(app, { redis, queue, channels: () => channels });
+  for (const module of CHANNELS) {
+    if (module.enabled(config)) channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, log: log.child({ channel: module.name }) }));
   }
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true }));
-      return;
-    }
-    if (req.method === 'GET' && path === '/readyz') {
-      redis
-        .ping()
-        .then(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, redis: 'ok' })))
-        .catch((err: unknown) =>
-          res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, redis: String(err) })),
-        );
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, () => resolve());
+  for (const name of Object.keys(config.channels)) {
+    if (!CHANNELS.some((m) => m.name === name)) log.warn({ channel: name }, `the ${name} channel is configured but not part of this build; it stays off`);
+  }
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, (err?: Error) => (err ? reject(err) : resolve(s)));
   });
   const address = server.address();
-  log.info({ port: typeof address === 'object' && address ? address.port : config.port }, 'gateway listening');
+  log.info({ port: typeof address === 'object' && address ? address.port : config.port, channels: channels.map((c) => c.name) }, 'gateway listening');
+  await Promise.all(channels.map((c) => c.start()));
   return {
     server,
+    channels,
     async close() {
+      await Promise.all(channels.map((c) => c.stop().catch((err: unknown) => log.error({ err, channel: c.name }, 'channel stop failed'))));
+      server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await queue.close();
       redis.disconnect();
     },
   };

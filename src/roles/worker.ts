@@ -5,6 +5,7 @@ import { DEFAULT_SYSTEM_PROMPT } from '../agent/prompt.js';
 import type { ModelClient } from '../agent/types.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import { TerminalOutbound } from '../channels/terminal/outbound.js';
+import { CHANNELS } from '../channels/registry.js';
 import type { Logger } from '../log.js';
 import { connectRedis } from '../queue/connection.js';
 import { SessionKeys } from '../queue/keys.js';
@@ -29,6 +30,9 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis);
   const outbounds = new Map<string, OutboundAdapter>([['terminal', new TerminalOutbound(redis, config.queue.prefix)]]);
+  for (const module of CHANNELS) {
+    if (module.enabled(config)) outbounds.set(module.name, module.outbound({ config, redis, log: log.child({ channel: module.name }) }));
+  }
   const outbound = (platform: string): OutboundAdapter => {
     const adapter = outbounds.get(platform);
     if (!adapter) throw new Error(`no outbound adapter for platform "${platform}" in this worker`);

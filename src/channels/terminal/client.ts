@@ -1,9 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { DeliveredOutcome } from '../types.js';
-import { helpText, parseCommand, unknownCommandText } from '../commands.js';
-import type { Producer } from '../../queue/producer.js';
-import { formatStatus, type SessionControl } from '../../queue/control.js';
-import { sessionKeyOf } from '../session-key.js';
+import type { Intake } from '../intake.js';
 import { terminalMessage } from './inbound.js';
 import { terminalStreamKey, type TerminalEvent } from './stream.js';
 
@@ -25,19 +22,16 @@ export class TerminalClient {
   private closed = false;
   private loop: Promise<void> | undefined;
   readonly streamKey: string;
-  readonly sessionKey: string;
 
   constructor(
     private readonly reader: Redis,
-    private readonly producer: Producer,
-    private readonly control: SessionControl,
+    private readonly intake: Intake,
     prefix: string,
     private readonly session: string,
     private readonly user: string,
     private readonly output: TerminalOutput,
   ) {
     this.streamKey = terminalStreamKey(prefix, session);
-    this.sessionKey = sessionKeyOf({ platform: 'terminal', conversation: session });
   }
 
   /** Starts reading after the newest event already in the stream. */
@@ -48,29 +42,14 @@ export class TerminalClient {
   }
 
   async send(text: string): Promise<SendResult> {
-    const command = parseCommand(text);
-    if (command && 'unknown' in command) {
-      this.output.notice(unknownCommandText(command.unknown));
-      return { kind: 'handled', ok: false };
-    }
-    if (command?.name === 'help') {
-      this.output.answer(helpText());
-      return { kind: 'handled', ok: true };
-    }
-    if (command?.name === 'status') {
-      this.output.answer(formatStatus(await this.control.status(this.sessionKey)));
-      return { kind: 'handled', ok: true };
-    }
-    if (command?.name === 'stop') {
-      const stopped = await this.control.stop(this.sessionKey);
-      this.output.notice(stopped ? 'Stopping the current run…' : 'Nothing is running.');
-      return { kind: 'handled', ok: true };
-    }
     if (!text.trim()) return { kind: 'handled', ok: true };
     const message = terminalMessage(this.session, text, this.user);
     const done = new Promise<DeliveredOutcome>((resolve) => this.waiting.set(message.id, resolve));
-    await this.producer.enqueue(message);
-    return { kind: 'queued', done };
+    const result = await this.intake.accept(message);
+    if (result.kind !== 'command') return { kind: 'queued', done };
+    this.waiting.delete(message.id);
+    (result.ok && result.name !== 'stop' ? this.output.answer : this.output.notice).call(this.output, result.reply);
+    return { kind: 'handled', ok: result.ok };
   }
 
   get pending(): number {

@@ -15,6 +15,5 @@ export function terminalMessage(session: string, text: string, user: string, now
     eventId: id,
     receivedAt: now,
   };
-  if (/^\/reset\b/i.test(message.text)) message.command = 'reset';
   return message;
 }

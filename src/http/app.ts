@@ -1,0 +1,48 @@
+import express, { type Express } from 'express';
+import type { Redis } from 'ioredis';
+import type { InboundChannel } from '../channels/registry.js';
+import type { RunQueue } from '../queue/run-queue.js';
+
+export interface HealthSources {
+  redis: Redis;
+  queue: RunQueue;
+  channels: () => readonly InboundChannel[];
+}
+
+export function createHttpApp(): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  return app;
+}
+
+/**
+ * /healthz: the process is alive. /readyz: Redis answers, every enabled channel is connected
+ * (with when it last received an event) and at least one worker is connected to the queue;
+ * 503 with the reasons otherwise.
+ */
+export function mountHealth(app: Express, sources: HealthSources): void {
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const problems: string[] = [];
+    let redis = 'ok';
+    let workers = 0;
+    try {
+      await sources.redis.ping();
+      workers = await sources.queue.getWorkersCount();
+      if (workers === 0) problems.push('no worker is connected to the queue');
+    } catch (err) {
+      redis = err instanceof Error ? err.message : String(err);
+      problems.push(`redis: ${redis}`);
+    }
+    const channels = Object.fromEntries(
+      sources.channels().map((c) => {
+        const h = c.health();
+        if (!h.connected) problems.push(`${c.name}: ${h.detail ?? 'not connected'}`);
+        return [c.name, { ...h, ...(h.lastEventAt !== undefined && { lastEventAt: new Date(h.lastEventAt).toISOString() }) }];
+      }),
+    );
+    res.status(problems.length ? 503 : 200).json({ ok: problems.length === 0, problems, redis, workers, channels });
+  });
+}
