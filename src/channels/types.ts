@@ -67,6 +67,11 @@ export interface OutboundAdapter {
   /** A native progress surface (one line at a time); when present, no status message is posted. */
   progress?(to: InboundMessage, line: string): Promise<void>;
   typing?(to: InboundMessage): Promise<void>;
+  /**
+   * Fetches an attachment of an inbound message (with the bot's credentials) so the worker can
+   * save it in the session's workspace. Must refuse (throw) past `maxBytes` without reading on.
+   */
+  download?(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
   /** Called once when a run's reply was delivered (or its failure line was). */
   ended?(to: InboundMessage, outcome: DeliveredOutcome): Promise<void>;
 }

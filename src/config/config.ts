@@ -34,10 +34,20 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   queue: QueueConfig;
   agent: { limits: AgentLimits; historyTokens: number };
+  admin: { readonly: boolean; metricsPublic: boolean };
+  /** Largest attachment a channel downloads into a workspace. */
+  attachmentMaxBytes: number;
   channels: {
-    telegram?: { token: string; apiRoot: string | undefined };
-    slack?: { botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined };
-    discord?: { token: string; applicationId: string; apiUrl: string | undefined };
+    telegram?: {
+      token: string;
+      apiRoot: string | undefined;
+      webhookUrl: string | undefined;
+      webhookSecret: string | undefined;
+      /** User ids or usernames (without @); undefined: everyone. */
+      allowedUsers: string[] | undefined;
+    };
+    slack?: { botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined; threadFollowups: boolean };
+    discord?: { token: string; applicationId: string; apiUrl: string | undefined; guildId: string | undefined; messageContent: boolean };
   };
 }
 
@@ -73,14 +83,36 @@ export function deriveConfig(env: Env): Config {
       },
       historyTokens: env.AGENT_HISTORY_TOKENS,
     },
+    admin: { readonly: env.ADMIN_READONLY, metricsPublic: env.METRICS_PUBLIC },
+    attachmentMaxBytes: env.ATTACHMENT_MAX_BYTES,
     channels: {
-      ...(env.TELEGRAM_BOT_TOKEN && { telegram: { token: env.TELEGRAM_BOT_TOKEN, apiRoot: env.TELEGRAM_API_ROOT } }),
+      ...(env.TELEGRAM_BOT_TOKEN && {
+        telegram: {
+          token: env.TELEGRAM_BOT_TOKEN,
+          apiRoot: env.TELEGRAM_API_ROOT,
+          webhookUrl: env.TELEGRAM_WEBHOOK_URL,
+          webhookSecret: env.TELEGRAM_WEBHOOK_SECRET,
+          allowedUsers: env.TELEGRAM_ALLOWED_USERS?.split(',').map((u) => u.trim().replace(/^@/, '')).filter(Boolean),
+        },
+      }),
       ...(env.SLACK_BOT_TOKEN && {
-        slack: { botToken: env.SLACK_BOT_TOKEN, signingSecret: env.SLACK_SIGNING_SECRET, appToken: env.SLACK_APP_TOKEN, apiUrl: env.SLACK_API_URL },
+        slack: {
+          botToken: env.SLACK_BOT_TOKEN,
+          signingSecret: env.SLACK_SIGNING_SECRET,
+          appToken: env.SLACK_APP_TOKEN,
+          apiUrl: env.SLACK_API_URL,
+          threadFollowups: env.SLACK_THREAD_FOLLOWUPS,
+        },
       }),
       ...(env.DISCORD_TOKEN &&
         env.DISCORD_APPLICATION_ID && {
-          discord: { token: env.DISCORD_TOKEN, applicationId: env.DISCORD_APPLICATION_ID, apiUrl: env.DISCORD_API_URL },
+          discord: {
+            token: env.DISCORD_TOKEN,
+            applicationId: env.DISCORD_APPLICATION_ID,
+            apiUrl: env.DISCORD_API_URL,
+            guildId: env.DISCORD_GUILD_ID,
+            messageContent: env.DISCORD_MESSAGE_CONTENT,
+          },
         }),
     },
   };

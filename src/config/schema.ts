@@ -63,21 +63,36 @@ export const envSchema = z
     AGENT_HISTORY_TOKENS: int(0, 1_000_000, 16_000),
     AGENT_MODEL_RETRIES: int(0, 20, 4),
 
+    ATTACHMENT_MAX_BYTES: int(0, 2_000_000_000, 20_000_000),
+
     TELEGRAM_BOT_TOKEN: optionalText('a bot token from @BotFather'),
     TELEGRAM_API_ROOT: url('a Bot API root URL').optional(),
+    TELEGRAM_WEBHOOK_URL: url('the public HTTPS URL Telegram posts updates to').optional(),
+    TELEGRAM_WEBHOOK_SECRET: text('a secret token')
+      .regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1-256 characters of A-Z, a-z, 0-9, _ and -')
+      .optional(),
+    TELEGRAM_ALLOWED_USERS: optionalText('a comma-separated list of Telegram user ids or @usernames'),
     SLACK_BOT_TOKEN: optionalText('a bot token (xoxb-…)'),
     SLACK_SIGNING_SECRET: optionalText('the app signing secret'),
     SLACK_APP_TOKEN: optionalText('an app-level token (xapp-…)'),
     SLACK_API_URL: url('a Slack Web API base URL').optional(),
+    SLACK_THREAD_FOLLOWUPS: flag(false),
     DISCORD_TOKEN: optionalText('a bot token'),
     DISCORD_APPLICATION_ID: optionalText('the application id'),
     DISCORD_API_URL: url('a Discord REST base URL').optional(),
+    DISCORD_GUILD_ID: optionalText('a guild (server) id'),
+    DISCORD_MESSAGE_CONTENT: flag(true),
+
+    ADMIN_READONLY: flag(false),
+    METRICS_PUBLIC: flag(false),
   })
   .superRefine((env, ctx) => {
     const pair = (a: keyof typeof env, b: keyof typeof env, why: string) => {
       if (env[a] !== undefined && env[b] === undefined) ctx.addIssue({ code: 'custom', path: [b], message: `is required when ${a} is set (${why})` });
     };
-    pair('SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'Slack signs every request with it');
+    if (env.SLACK_BOT_TOKEN !== undefined && env.SLACK_SIGNING_SECRET === undefined && env.SLACK_APP_TOKEN === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['SLACK_SIGNING_SECRET'], message: 'is required when SLACK_BOT_TOKEN is set without SLACK_APP_TOKEN (Slack signs every HTTP request with it)' });
+    }
     pair('DISCORD_TOKEN', 'DISCORD_APPLICATION_ID', 'slash commands are registered under it');
     pair('DISCORD_APPLICATION_ID', 'DISCORD_TOKEN', 'the bot logs in with it');
     if (env.SLACK_APP_TOKEN !== undefined && env.SLACK_BOT_TOKEN === undefined) {

@@ -15,6 +15,7 @@ import type { ScriptedRedis } from './scripts.js';
 import { addRunJob, type RunQueue } from './run-queue.js';
 import { jobName, type RunJobData, type RunResult } from './job-data.js';
 import { jobLogLine } from './run-log.js';
+import { saveAttachments } from './attachments.js';
 import { selectTurn, toUserMessage, type ClaimedMessage, type Turn } from './turn.js';
 
 export interface RunDeps {
@@ -27,6 +28,7 @@ export interface RunDeps {
   historyTokens: number;
   foldMax: number;
   workspaceRoot: string;
+  attachmentMaxBytes: number;
   outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;
@@ -157,8 +159,8 @@ async function executeTurn(
   log: Logger,
   signal: AbortSignal | undefined,
 ): Promise<{ outcome: RunOutcome; statusMessageId?: string }> {
-  const input = turn.taken.map((c) => toUserMessage(c.message));
-  const none = { steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, transcript: input };
+  const plainInput = turn.taken.map((c) => toUserMessage(c.message));
+  const none = { steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, transcript: plainInput };
   if (turn.kind === 'reset') return { outcome: { ...none, state: 'completed', answer: RESET_ANSWER } };
   if (turn.kind === 'crashed') return { outcome: { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the message started too many runs that never finished' } };
 
@@ -171,6 +173,9 @@ async function executeTurn(
     const history = boundHistory(stored.map((s) => JSON.parse(s) as ChatMessage[]), deps.historyTokens);
     const workspace = Workspace.forScope(deps.workspaceRoot, session);
     progress.start();
+    const messages = turn.taken.map((c) => c.message);
+    const saved = await saveAttachments(out, workspace, messages, deps.attachmentMaxBytes, runSignal, log);
+    const input = messages.map((m) => toUserMessage(m, saved));
     const outcome = await runAgent({
       model: deps.model,
       tools: buildTools(workspace),

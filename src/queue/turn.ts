@@ -1,5 +1,6 @@
 import type { ChatMessage } from '../agent/types.js';
-import type { InboundMessage } from '../channels/types.js';
+import type { Attachment, InboundMessage } from '../channels/types.js';
+import type { SavedAttachment } from './attachments.js';
 
 /** A message that has started this many runs without being committed is given up on. */
 export const MAX_CLAIMS = 3;
@@ -40,9 +41,14 @@ function formatBytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** The user message the model sees for one inbound message. */
-export function toUserMessage(message: InboundMessage): ChatMessage {
-  const files = message.attachments.map((a) => `- ${a.name}${a.size === undefined ? '' : ` (${formatBytes(a.size)})`}`);
-  const content = files.length ? `${message.text}\n\n[Attached files, saved in the workspace:]\n${files.join('\n')}` : message.text;
+/** The user message the model sees for one inbound message, naming where its attachments were saved. */
+export function toUserMessage(message: InboundMessage, saved: ReadonlyMap<Attachment, SavedAttachment> = new Map()): ChatMessage {
+  const files = message.attachments.map((a) => {
+    const size = a.size === undefined ? '' : ` (${formatBytes(a.size)})`;
+    const where = saved.get(a);
+    if (!where) return `- ${a.name}${size}`;
+    return 'path' in where ? `- ${where.path}${size}` : `- ${a.name}${size}: not saved, ${where.error}`;
+  });
+  const content = files.length ? `${message.text}\n\n[Attached files, in the workspace:]\n${files.join('\n')}` : message.text;
   return { role: 'user', content };
 }

@@ -48,6 +48,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     historyTokens: config.agent.historyTokens,
     foldMax: config.queue.foldMax,
     workspaceRoot: config.workspaceRoot,
+    attachmentMaxBytes: config.attachmentMaxBytes,
     outbound,
     log,
   });

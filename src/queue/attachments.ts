@@ -1,0 +1,66 @@
+import { mkdir, writeFile, access } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Attachment, InboundMessage, OutboundAdapter } from '../channels/types.js';
+import type { Workspace } from '../tools/workspace.js';
+import type { Logger } from '../log.js';
+
+/** Where an attachment went: a workspace path, or why it is not there. */
+export type SavedAttachment = { path: string } | { error: string };
+
+const UPLOADS = 'uploads';
+
+function safeFileName(name: string): string {
+  const base = name.split(/[\\/]/).pop() ?? '';
+  const cleaned = base.replace(/[\0-\x1f]/g, '').replace(/^\.+/, '').trim();
+  return cleaned.slice(0, 120) || 'attachment';
+}
+
+async function freePath(ws: Workspace, name: string): Promise<{ rel: string; abs: string }> {
+  const dot = name.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  for (let i = 0; ; i++) {
+    const rel = `${UPLOADS}/${i === 0 ? name : `${stem}-${i}${ext}`}`;
+    const abs = await ws.resolve(rel);
+    try {
+      await access(abs);
+    } catch {
+      return { rel, abs };
+    }
+  }
+}
+
+/**
+ * Downloads the attachments of a turn's messages into the session's workspace (uploads/), so
+ * the model can read them with its tools. One that is too large or fails is named with the reason.
+ */
+export async function saveAttachments(
+  out: OutboundAdapter,
+  ws: Workspace,
+  messages: readonly InboundMessage[],
+  maxBytes: number,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<Map<Attachment, SavedAttachment>> {
+  const saved = new Map<Attachment, SavedAttachment>();
+  for (const attachment of messages.flatMap((m) => m.attachments)) {
+    if (attachment.size !== undefined && attachment.size > maxBytes) {
+      saved.set(attachment, { error: `larger than the ${Math.round(maxBytes / 1_000_000)} MB limit` });
+      continue;
+    }
+    if (!out.download) {
+      saved.set(attachment, { error: `the ${out.platform} channel cannot download files` });
+      continue;
+    }
+    try {
+      const bytes = await out.download(attachment, maxBytes, signal);
+      const { rel, abs } = await freePath(ws, safeFileName(attachment.name));
+      await mkdir(dirname(abs), { recursive: true });
+      await writeFile(abs, bytes);
+      saved.set(attachment, { path: rel });
+    } catch (err) {
+      log.warn({ err, attachment: attachment.name }, 'attachment not saved');
+      saved.set(attachment, { error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return saved;
+}

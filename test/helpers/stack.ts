@@ -1,0 +1,79 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
+import { parseEnv } from '../../src/config/load.js';
+import { deriveConfig, type Config } from '../../src/config/config.js';
+import { createLogger } from '../../src/log.js';
+import { startGatewayRole } from '../../src/roles/gateway.js';
+import { startWorkerRole, type Role } from '../../src/roles/worker.js';
+import { SessionKeys } from '../../src/queue/keys.js';
+import { createRunQueue, type RunQueue } from '../../src/queue/run-queue.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from './redis.js';
+
+export interface Stack {
+  config: Config;
+  fake: FakeOpenAI;
+  gateway: Awaited<ReturnType<typeof startGatewayRole>>;
+  worker: Role;
+  /** http://127.0.0.1:PORT of the gateway's HTTP server. */
+  baseUrl: string;
+  redis: Redis;
+  keys: SessionKeys;
+  queue: RunQueue;
+  workspaceRoot: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The real gateway and worker roles in this process, against real Redis (a prefix of the
+ * test's own), a fake model, and whatever platform fakes `env` points at. LOG_LEVEL=debug
+ * TEST_LOG=1 shows the logs.
+ */
+export async function startStack(name: string, env: Record<string, string>): Promise<Stack> {
+  const fake = await startFakeOpenAI();
+  const workspaceRoot = await mkdtemp(join(tmpdir(), `sb-${name}-`));
+  const config = deriveConfig(
+    parseEnv({
+      REDIS_URL,
+      QUEUE_PREFIX: uniquePrefix(name),
+      PORT: '0',
+      OPENAI_BASE_URL: fake.baseURL,
+      OPENAI_API_KEY: 'test-key-not-secret',
+      AGENT_MODEL: 'fake-model',
+      WORKSPACE_ROOT: workspaceRoot,
+      LOCK_DURATION_MS: '5000',
+      STALLED_INTERVAL_MS: '5000',
+      ...env,
+    }),
+  );
+  const log = createLogger(process.env.TEST_LOG ? (process.env.LOG_LEVEL ?? 'debug') : 'silent');
+  const worker = await startWorkerRole(config, REDIS_URL, log.child({ role: 'worker' }));
+  const gateway = await startGatewayRole(config, REDIS_URL, log.child({ role: 'gateway' }));
+  const port = (gateway.server.address() as AddressInfo).port;
+  const redis = testRedis();
+  const keys = new SessionKeys(config.queue.prefix, config.queue.name);
+  const queue = createRunQueue(config.queue, redis);
+  return {
+    config,
+    fake,
+    gateway,
+    worker,
+    baseUrl: `http://127.0.0.1:${port}`,
+    redis,
+    keys,
+    queue,
+    workspaceRoot,
+    async close() {
+      await gateway.close();
+      await worker.close(true);
+      await queue.close();
+      await dropPrefix(redis, config.queue.prefix);
+      redis.disconnect();
+      await fake.close();
+      await rm(workspaceRoot, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+describe('gateway and worker roles in one process', () => {
+  let stack: Stack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it('serves /healthz and reports readiness with the worker connected', async () => {
+    stack = await startStack('stack', {});
+    const health = await fetch(`${stack.baseUrl}/healthz`);
+    expect(health.status).toBe(200);
+    const ready = await fetch(`${stack.baseUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ ok: true, redis: 'ok', workers: 1, channels: {} });
+    await stack.worker.close();
+    const notReady = await fetch(`${stack.baseUrl}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toMatchObject({ ok: false, problems: ['no worker is connected to the queue'] });
+  });
+});
