@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { Producer } from '../queue/producer.js';
 import { formatStatus, type SessionControl } from '../queue/control.js';
 import { helpText, parseCommand, unknownCommandText, type CommandName } from './commands.js';
@@ -21,17 +22,25 @@ export class Intake {
     private readonly producer: Producer,
     private readonly control: SessionControl,
     private readonly log: Logger,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** `botName` lets a group command addressed to another bot (`/stop@other`) pass as plain text. */
   async accept(message: InboundMessage, botName?: string): Promise<IntakeResult> {
     const session = sessionKeyOf(message);
     const command = parseCommand(message.text, botName);
-    if (command && 'unknown' in command) return { kind: 'command', session, name: 'unknown', reply: unknownCommandText(command.unknown), ok: false };
-    if (command && command.name !== 'reset') return { kind: 'command', session, name: command.name, ...(await this.command(command.name, session)) };
+    if (command && 'unknown' in command) {
+      this.metrics?.commands.inc({ platform: message.platform, command: 'unknown' });
+      return { kind: 'command', session, name: 'unknown', reply: unknownCommandText(command.unknown), ok: false };
+    }
+    if (command && command.name !== 'reset') {
+      this.metrics?.commands.inc({ platform: message.platform, command: command.name });
+      return { kind: 'command', session, name: command.name, ...(await this.command(command.name, session)) };
+    }
     const queued = command?.name === 'reset' ? { ...message, command: 'reset' as const } : message;
     const result = await this.producer.enqueue(queued);
     this.log.info({ platform: message.platform, session, eventId: message.eventId, status: result.status }, 'inbound message');
+    (result.status === 'queued' ? this.metrics?.inbound : this.metrics?.deduplicated)?.inc({ platform: message.platform });
     return result.status === 'queued' ? { kind: 'queued', session } : { kind: 'duplicate', session };
   }
 

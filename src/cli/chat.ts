@@ -35,8 +35,8 @@ async function main(): Promise<number> {
   const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn').child({ role: 'chat' });
   const redis = await ensureRedis(config.redis.url, config.redis.explicit, true, log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
-  const connection = connectRedis(redis.url, 'switchboard-chat');
-  const queue = createRunQueue(config.queue, connection);
+  const connection = connectRedis(redis.url, 'switchboard-chat', log);
+  const queue = createRunQueue(config.queue, connection, log);
   let worker: Role | undefined;
   if (!values['no-worker'] && (redis.child || (await queue.getWorkersCount()) === 0)) {
     process.stderr.write(dim('(no worker is running: starting one in this process)\n'));
@@ -49,7 +49,7 @@ async function main(): Promise<number> {
     notice: (text) => process.stderr.write(`${text}\n`),
   };
   const client = new TerminalClient(
-    connectRedis(redis.url, 'switchboard-chat-reader'),
+    connectRedis(redis.url, 'switchboard-chat-reader', log),
     new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys), log),
     config.queue.prefix,
     values.session,

@@ -3,6 +3,7 @@ import { createLogger } from '../log.js';
 import { ensureRedis, RedisUnavailableError } from './redis-bootstrap.js';
 import { startGatewayRole } from '../roles/gateway.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
+import { Metrics } from '../metrics/metrics.js';
 
 const ROLES = ['all', 'gateway', 'worker'] as const;
 type RoleName = (typeof ROLES)[number];
@@ -37,8 +38,10 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
-  if (role !== 'gateway') roles.push(await startWorkerRole(config, redis.url, log));
-  if (role !== 'worker') roles.push(await startGatewayRole(config, redis.url, log));
+  // One registry per process: in the all-in-one process, /metrics shows the runs too.
+  const metrics = new Metrics({ defaultMetrics: true });
+  if (role !== 'gateway') roles.push(await startWorkerRole(config, redis.url, log, { metrics }));
+  if (role !== 'worker') roles.push(await startGatewayRole(config, redis.url, log, { metrics }));
   log.info({ redis: redis.child ? 'private' : 'shared' }, 'ready');
 }
 

@@ -9,6 +9,17 @@ export interface HealthSources {
   channels: () => readonly InboundChannel[];
 }
 
+/** A readiness probe answers within its own deadline even when Redis hangs. */
+const READY_TIMEOUT_MS = 2_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 export function createHttpApp(): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -29,8 +40,8 @@ export function mountHealth(app: Express, sources: HealthSources): void {
     let redis = 'ok';
     let workers = 0;
     try {
-      await sources.redis.ping();
-      workers = await sources.queue.getWorkersCount();
+      await withTimeout(sources.redis.ping(), READY_TIMEOUT_MS, 'Redis did not answer PING');
+      workers = await withTimeout(sources.queue.getWorkersCount(), READY_TIMEOUT_MS, 'Redis did not list the workers');
       if (workers === 0) problems.push('no worker is connected to the queue');
     } catch (err) {
       redis = err instanceof Error ? err.message : String(err);

@@ -9,6 +9,8 @@ export interface RunJobData {
   trigger?: InboundMessage;
   /** Filled in when the run claims its turn: the message(s) it answers. */
   messages?: InboundMessage[];
+  /** The run that took them (its record is at /admin/runs/<runId>). */
+  runId?: string;
 }
 
 /** The job's return value (completed) — or, for failed runs, logged and carried in the failure reason. */

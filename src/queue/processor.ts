@@ -9,6 +9,7 @@ import { ProgressReporter } from '../delivery/progress.js';
 import { deliverReply, type OutboxRecord } from '../delivery/reply.js';
 import { honestLine } from '../delivery/honest-line.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { ActiveRuns } from './active-runs.js';
 import type { SessionKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
@@ -16,6 +17,7 @@ import { addRunJob, type RunQueue } from './run-queue.js';
 import { jobName, type RunJobData, type RunResult } from './job-data.js';
 import { jobLogLine } from './run-log.js';
 import { saveAttachments } from './attachments.js';
+import { recordTranscript, runViewPath, timelineEntry, type RunStore, type TimelineEntry } from './run-record.js';
 import { selectTurn, toUserMessage, type ClaimedMessage, type Turn } from './turn.js';
 
 export interface RunDeps {
@@ -32,6 +34,8 @@ export interface RunDeps {
   outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;
+  metrics?: Metrics;
+  runs: RunStore;
 }
 
 /** Turns kept in a session's history list (the token budget picks from these). */
@@ -91,13 +95,14 @@ export function createProcessor(deps: RunDeps): Processor {
 
     const turn = selectTurn(claimed);
     const messages = turn.taken.map((c) => c.message);
-    await job.updateData({ ...job.data, messages });
+    deps.metrics?.queueWait.observe(Math.max(0, started - messages[0]!.receivedAt) / 1000);
+    await job.updateData({ ...job.data, messages, runId });
     await job.log(`run ${runId} takes ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`);
     log.info({ messages: messages.length, turn: turn.kind }, 'run started');
 
     const to = messages[messages.length - 1]!;
     const out = deps.outbound(to.platform);
-    const { outcome, statusMessageId } = await executeTurn(deps, job, turn, session, out, log, signal);
+    const { outcome, statusMessageId, timeline } = await executeTurn(deps, job, turn, session, out, log, signal);
 
     const record: OutboxRecord = {
       v: 1,
@@ -142,6 +147,16 @@ export function createProcessor(deps: RunDeps): Processor {
       ...(outcome.detail && { detail: outcome.detail }),
     };
     log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms }, 'run ended');
+    deps.metrics?.onRunEnded(outcome, result.ms / 1000);
+    await deps.runs
+      .save({
+        v: 1, runId, jobId, session, startedAt: started, endedAt: Date.now(), state: outcome.state, messages,
+        transcript: recordTranscript(outcome.transcript), timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
+        toolCalls: outcome.toolCalls, usage: outcome.usage, delivered,
+        ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
+      })
+      .catch((err: unknown) => log.warn({ err }, 'run record not saved'));
+    await job.log(`run view: ${runViewPath(runId)}`);
     if (outcome.state !== 'completed') {
       await job.log(`result ${JSON.stringify(result)}`);
       throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
@@ -158,11 +173,13 @@ async function executeTurn(
   out: OutboundAdapter,
   log: Logger,
   signal: AbortSignal | undefined,
-): Promise<{ outcome: RunOutcome; statusMessageId?: string }> {
+): Promise<{ outcome: RunOutcome; statusMessageId?: string; timeline: TimelineEntry[] }> {
   const plainInput = turn.taken.map((c) => toUserMessage(c.message));
   const none = { steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, transcript: plainInput };
-  if (turn.kind === 'reset') return { outcome: { ...none, state: 'completed', answer: RESET_ANSWER } };
-  if (turn.kind === 'crashed') return { outcome: { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the message started too many runs that never finished' } };
+  const timeline: TimelineEntry[] = [];
+  if (turn.kind === 'reset') return { outcome: { ...none, state: 'completed', answer: RESET_ANSWER }, timeline };
+  if (turn.kind === 'crashed') return { outcome: { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the message started too many runs that never finished' }, timeline };
+  const started = Date.now();
 
   const controller = deps.active.register(session, job.id!);
   const runSignal = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
@@ -186,6 +203,9 @@ async function executeTurn(
       signal: runSignal,
       onEvent: (event) => {
         progress.onEvent(event);
+        deps.metrics?.onAgentEvent(event);
+        const entry = timelineEntry(event, Date.now() - started);
+        if (entry) timeline.push(entry);
         const line = jobLogLine(event);
         const step = 'step' in event ? event.step : undefined;
         logs = logs
@@ -199,7 +219,7 @@ async function executeTurn(
       },
     });
     if (controller.signal.aborted && controller.signal.reason === 'lock_lost') throw new FencedError('lost the job lock during the run');
-    return { outcome, ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }) };
+    return { outcome, timeline, ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }) };
   } finally {
     await progress.stop();
     await logs;

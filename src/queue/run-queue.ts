@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
 import type { QueueConfig } from '../config/config.js';
 import type { RunJobData, RunResult } from './job-data.js';
 
@@ -16,8 +17,11 @@ export const RUN_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 14 * 24 * 3600, count: 10_000 },
 };
 
-export function createRunQueue(config: QueueConfig, connection: Redis): RunQueue {
-  return new Queue<RunJobData, RunResult>(config.name, { connection, prefix: config.prefix });
+export function createRunQueue(config: QueueConfig, connection: Redis, log?: Logger): RunQueue {
+  const queue = new Queue<RunJobData, RunResult>(config.name, { connection, prefix: config.prefix });
+  // Connection errors are already logged (throttled) by the connection itself.
+  queue.on('error', (err) => log?.debug({ err: err.message }, 'queue error'));
+  return queue;
 }
 
 /**

@@ -26,7 +26,7 @@ export async function startRunWorker(
   const active = new ActiveRuns();
   const log = deps.log;
   const worker = new Worker<RunJobData, RunResult>(config.name, createProcessor({ ...deps, active }), {
-    connection: connectRedis(redisUrl, 'switchboard-worker'),
+    connection: connectRedis(redisUrl, 'switchboard-worker', log),
     prefix: config.prefix,
     concurrency: config.concurrency,
     lockDuration: config.lockDurationMs,
@@ -41,7 +41,7 @@ export async function startRunWorker(
   worker.on('failed', (job, err) => log.info({ jobId: job?.id, session: job?.data.session, reason: err.message }, 'job failed'));
   worker.on('error', (err) => log.error({ err }, 'worker error'));
 
-  const subscriber: Redis = connectRedis(redisUrl, 'switchboard-cancel');
+  const subscriber: Redis = connectRedis(redisUrl, 'switchboard-cancel', log);
   await subscriber.subscribe(deps.keys.cancelChannel);
   subscriber.on('message', (_channel: string, session: string) => {
     if (active.abortSession(session, 'cancelled')) log.info({ session }, 'run cancelled on request');

@@ -10,19 +10,44 @@ import { SessionKeys } from '../queue/keys.js';
 import { Producer } from '../queue/producer.js';
 import { createRunQueue } from '../queue/run-queue.js';
 import type { Role } from './worker.js';
+import { Metrics } from '../metrics/metrics.js';
+import { mountAdmin } from '../http/admin.js';
+import { RunStore } from '../queue/run-record.js';
 
 /**
  * The gateway role: the HTTP server (health, webhooks) and the inbound half of every enabled
  * channel, each handing normalised messages to the intake.
  */
-export async function startGatewayRole(config: Config, redisUrl: string, log: Logger): Promise<Role & { server: Server; channels: InboundChannel[] }> {
-  const redis = connectRedis(redisUrl, 'switchboard-gateway');
+export async function startGatewayRole(
+  config: Config,
+  redisUrl: string,
+  log: Logger,
+  options: { metrics?: Metrics } = {},
+): Promise<Role & { server: Server; channels: InboundChannel[]; intake: Intake }> {
+  const metrics = options.metrics ?? new Metrics();
+  const redis = connectRedis(redisUrl, 'switchboard-gateway', log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
-  const queue = createRunQueue(config.queue, redis);
-  const intake = new Intake(new Producer(redis, queue, keys), new SessionControl(redis, keys), log);
+  const queue = createRunQueue(config.queue, redis, log);
+  const producer = new Producer(redis, queue, keys);
+  const control = new SessionControl(redis, keys);
+  const intake = new Intake(producer, control, log, metrics);
+  metrics.queueDepth(() => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'));
   const app = createHttpApp();
   const channels: InboundChannel[] = [];
   mountHealth(app, { redis, queue, channels: () => channels });
+  mountAdmin(app, {
+    token: config.adminToken,
+    readonly: config.admin.readonly,
+    metricsPublic: config.admin.metricsPublic,
+    queue,
+    redis,
+    keys,
+    control,
+    producer,
+    runs: new RunStore(redis, config.queue.prefix),
+    metrics,
+    log,
+  });
   for (const module of CHANNELS) {
     if (module.enabled(config)) channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, log: log.child({ channel: module.name }) }));
   }
@@ -38,6 +63,7 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
   return {
     server,
     channels,
+    intake,
     async close() {
       await Promise.all(channels.map((c) => c.stop().catch((err: unknown) => log.error({ err, channel: c.name }, 'channel stop failed'))));
       server.closeAllConnections();

@@ -12,6 +12,9 @@ import { SessionKeys } from '../queue/keys.js';
 import { createRunQueue } from '../queue/run-queue.js';
 import { withSessionScripts } from '../queue/scripts.js';
 import { startRunWorker } from '../queue/worker.js';
+import { RunStore } from '../queue/run-record.js';
+import { Metrics } from '../metrics/metrics.js';
+import { countedOutbound } from '../metrics/counted-outbound.js';
 
 export interface Role {
   /** `force`: leave active runs to be picked up by another worker instead of waiting for them. */
@@ -19,19 +22,27 @@ export interface Role {
 }
 
 /** The worker role: agent runs from the queue, replies through each platform's outbound half. */
-export async function startWorkerRole(config: Config, redisUrl: string, log: Logger, model?: ModelClient): Promise<Role> {
+export interface WorkerOptions {
+  /** A model client instead of the configured OpenAI-compatible endpoint. */
+  model?: ModelClient;
+  /** Shared with the gateway when both roles run in one process. */
+  metrics?: Metrics;
+}
+
+export async function startWorkerRole(config: Config, redisUrl: string, log: Logger, options: WorkerOptions = {}): Promise<Role> {
+  const metrics = options.metrics ?? new Metrics();
   const modelClient =
-    model ??
+    options.model ??
     (() => {
       const m = requireModel(config);
       return createOpenAIModel({ apiKey: m.apiKey, model: m.name, stream: m.stream, timeoutMs: m.timeoutMs, ...(m.baseURL && { baseURL: m.baseURL }) });
     })();
-  const redis = withSessionScripts(connectRedis(redisUrl, 'switchboard-worker-state'));
+  const redis = withSessionScripts(connectRedis(redisUrl, 'switchboard-worker-state', log));
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
-  const queue = createRunQueue(config.queue, redis);
-  const outbounds = new Map<string, OutboundAdapter>([['terminal', new TerminalOutbound(redis, config.queue.prefix)]]);
+  const queue = createRunQueue(config.queue, redis, log);
+  const outbounds = new Map<string, OutboundAdapter>([['terminal', countedOutbound(new TerminalOutbound(redis, config.queue.prefix), metrics)]]);
   for (const module of CHANNELS) {
-    if (module.enabled(config)) outbounds.set(module.name, module.outbound({ config, redis, log: log.child({ channel: module.name }) }));
+    if (module.enabled(config)) outbounds.set(module.name, countedOutbound(module.outbound({ config, redis, log: log.child({ channel: module.name }) }), metrics));
   }
   const outbound = (platform: string): OutboundAdapter => {
     const adapter = outbounds.get(platform);
@@ -51,6 +62,8 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     attachmentMaxBytes: config.attachmentMaxBytes,
     outbound,
     log,
+    metrics,
+    runs: new RunStore(redis, config.queue.prefix),
   });
   log.info({ concurrency: config.queue.concurrency, model: modelClient.name }, 'worker ready');
   return {

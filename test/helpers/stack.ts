@@ -2,10 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { parseEnv } from '../../src/config/load.js';
 import { deriveConfig, type Config } from '../../src/config/config.js';
 import { createLogger } from '../../src/log.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 import { startGatewayRole } from '../../src/roles/gateway.js';
 import { startWorkerRole, type Role } from '../../src/roles/worker.js';
 import { SessionKeys } from '../../src/queue/keys.js';
@@ -15,6 +16,8 @@ import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from './redis.js';
 
 export interface Stack {
   config: Config;
+  /** The registry both roles count into. */
+  metrics: Metrics;
   fake: FakeOpenAI;
   gateway: Awaited<ReturnType<typeof startGatewayRole>>;
   worker: Role;
@@ -35,9 +38,10 @@ export interface Stack {
 export async function startStack(name: string, env: Record<string, string>): Promise<Stack> {
   const fake = await startFakeOpenAI();
   const workspaceRoot = await mkdtemp(join(tmpdir(), `sb-${name}-`));
+  const redisUrl = env.REDIS_URL ?? REDIS_URL;
   const config = deriveConfig(
     parseEnv({
-      REDIS_URL,
+      REDIS_URL: redisUrl,
       QUEUE_PREFIX: uniquePrefix(name),
       PORT: '0',
       OPENAI_BASE_URL: fake.baseURL,
@@ -50,14 +54,16 @@ export async function startStack(name: string, env: Record<string, string>): Pro
     }),
   );
   const log = createLogger(process.env.TEST_LOG ? (process.env.LOG_LEVEL ?? 'debug') : 'silent');
-  const worker = await startWorkerRole(config, REDIS_URL, log.child({ role: 'worker' }));
-  const gateway = await startGatewayRole(config, REDIS_URL, log.child({ role: 'gateway' }));
+  const metrics = new Metrics();
+  const worker = await startWorkerRole(config, redisUrl, log.child({ role: 'worker' }), { metrics });
+  const gateway = await startGatewayRole(config, redisUrl, log.child({ role: 'gateway' }), { metrics });
   const port = (gateway.server.address() as AddressInfo).port;
-  const redis = testRedis();
+  const redis = env.REDIS_URL ? new Redis(env.REDIS_URL, { maxRetriesPerRequest: null }) : testRedis();
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
-  const queue = createRunQueue(config.queue, redis);
+  const queue = createRunQueue(config.queue, redis, log);
   return {
     config,
+    metrics,
     fake,
     gateway,
     worker,

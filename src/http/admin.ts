@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler } from 'express';
+import type { Redis } from 'ioredis';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { decodeSessionKey } from '../channels/session-key.js';
+import type { InboundMessage } from '../channels/types.js';
+import type { SessionControl } from '../queue/control.js';
+import type { SessionKeys } from '../queue/keys.js';
+import type { Producer } from '../queue/producer.js';
+import type { RunQueue } from '../queue/run-queue.js';
+import { runViewPath, type RunStore } from '../queue/run-record.js';
+import { ADMIN_COOKIE, adminCookieValue, adminGuard, presentsToken } from './auth.js';
+import { escapeHtml, page } from './html.js';
+import { renderRunView } from './run-view.js';
+
+export interface AdminDeps {
+  token: string | undefined;
+  readonly: boolean;
+  metricsPublic: boolean;
+  queue: RunQueue;
+  redis: Redis;
+  keys: SessionKeys;
+  control: SessionControl;
+  producer: Producer;
+  runs: RunStore;
+  metrics: Metrics;
+  log: Logger;
+}
+
+const DASHBOARD = '/admin/queues';
+
+/** The operators' surface: dashboard, run view, admin API, metrics — all behind one guard. */
+export function mountAdmin(app: Express, deps: AdminDeps): void {
+  const guard = adminGuard(deps.token);
+  mountLogin(app, deps.token, guard);
+
+  const board = new ExpressAdapter();
+  board.setBasePath(DASHBOARD);
+  createBullBoard({
+    queues: [
+      new BullMQAdapter(deps.queue, {
+        readOnlyMode: deps.readonly,
+        allowRetries: !deps.readonly,
+        displayName: 'agent runs',
+        description: 'One job per agent run of a session turn',
+        externalJobUrl: (job) => ({ displayText: 'run view', href: `/admin/jobs/${encodeURIComponent(String(job.id))}` }),
+      }),
+    ],
+    serverAdapter: board,
+    options: { uiConfig: { boardTitle: 'Switchboard' } },
+  });
+  app.use(DASHBOARD, ...guard, board.getRouter());
+
+  app.get('/admin/jobs/:id', ...guard, async (req, res) => {
+    const job = await deps.queue.getJob(String(req.params.id));
+    if (!job?.data.runId) return void res.status(404).type('text/plain').send('This job has no run yet.\n');
+    res.redirect(runViewPath(job.data.runId));
+  });
+
+  app.get('/admin/runs/:id', ...guard, async (req, res) => {
+    const run = await deps.runs.get(String(req.params.id));
+    const wantsJson = req.query.format === 'json' || req.accepts(['html', 'json']) === 'json';
+    if (!run) return void res.status(404).type(wantsJson ? 'application/json' : 'text/plain').send(wantsJson ? { error: 'no such run' } : 'No such run (records are kept 14 days).\n');
+    if (wantsJson) return void res.json(run);
+    res.type('html').send(renderRunView(run, { dashboard: `${DASHBOARD}/queue/${encodeURIComponent(deps.queue.name)}/${encodeURIComponent(run.jobId)}` }));
+  });
+
+  const api = express.Router();
+  api.use(express.json({ limit: '16kb' }));
+  const writable: RequestHandler = (_req, res, next) => {
+    if (deps.readonly) return void res.status(403).json({ error: 'read-only mode (ADMIN_READONLY=1)' });
+    next();
+  };
+  api.get('/sessions', async (_req, res) => res.json({ sessions: await activeSessions(deps) }));
+  api.post('/sessions/:session/cancel', writable, async (req, res) => {
+    const stopped = await deps.control.stop(String(req.params.session));
+    deps.log.info({ session: req.params.session, stopped }, 'operator cancel');
+    res.status(stopped ? 202 : 409).json({ stopped, ...(stopped ? {} : { error: 'no run is active in this session' }) });
+  });
+  api.post('/sessions/:session/reset', writable, async (req, res) => {
+    let parts;
+    try {
+      parts = decodeSessionKey(String(req.params.session));
+    } catch (err) {
+      return void res.status(400).json({ error: err instanceof Error ? err.message : String(err) });
+    }
+    const id = randomUUID();
+    const message: InboundMessage = { v: 1, id, ...parts, sender: { id: 'operator' }, text: '/reset', command: 'reset', attachments: [], eventId: `operator-reset-${id}`, receivedAt: Date.now() };
+    await deps.producer.enqueue(message);
+    deps.log.info({ session: req.params.session }, 'operator reset');
+    res.status(202).json({ queued: true });
+  });
+  api.post('/queue/pause', writable, async (_req, res) => {
+    await deps.queue.pause();
+    res.json({ paused: true });
+  });
+  api.post('/queue/resume', writable, async (_req, res) => {
+    await deps.queue.resume();
+    res.json({ paused: false });
+  });
+  app.use('/admin/api', ...guard, api);
+
+  const metricsRoute: RequestHandler = async (_req, res) => {
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  };
+  if (deps.metricsPublic) app.get('/metrics', metricsRoute);
+  else app.get('/metrics', ...guard, metricsRoute);
+}
+
+function mountLogin(app: Express, token: string | undefined, guard: RequestHandler[]): void {
+  const form = (error = '') =>
+    page(
+      'Switchboard admin',
+      `<h1>Switchboard admin</h1>${error ? `<p style="color:#8a1c1c">${escapeHtml(error)}</p>` : ''}
+<form class="login" method="post" action="/admin/login"><label>Admin token<input type="password" name="token" autocomplete="current-password" autofocus></label><button type="submit">Log in</button></form>`,
+    );
+  app.get('/admin/login', (_req, res) => void res.type('html').send(form(token ? '' : 'The admin surface is off: set ADMIN_TOKEN.')));
+  app.post('/admin/login', express.urlencoded({ extended: false, limit: '4kb' }), guard[0]!, (req, res) => {
+    const given = typeof req.body?.token === 'string' ? req.body.token : '';
+    if (!token || !presentsToken({ headers: { authorization: `Bearer ${given}` } } as never, token)) {
+      return void res.status(401).type('html').send(form(token ? 'Wrong token.' : 'The admin surface is off: set ADMIN_TOKEN.'));
+    }
+    res.cookie(ADMIN_COOKIE, adminCookieValue(token), { httpOnly: true, sameSite: 'strict', path: '/', maxAge: 12 * 3600 * 1000 });
+    res.redirect(303, DASHBOARD);
+  });
+  app.get('/admin', (_req, res) => res.redirect(DASHBOARD));
+}
+
+/** Sessions with waiting messages or an active run, with what is queued. */
+async function activeSessions(deps: AdminDeps) {
+  const active = await deps.queue.getActive();
+  const sessions = new Set([...(await deps.redis.smembers(deps.keys.pending)), ...active.map((j) => j.data.session)]);
+  return Promise.all(
+    [...sessions].sort().map(async (session) => {
+      const status = await deps.control.status(session);
+      const queued = (await deps.redis.lrange(deps.keys.inbox(session), 0, 19)).map((raw) => {
+        const m = JSON.parse(raw) as InboundMessage;
+        return { id: m.id, receivedAt: new Date(m.receivedAt).toISOString(), preview: m.command ? `/${m.command}` : m.text.slice(0, 80) };
+      });
+      return { session, ...status, messages: queued, job: active.find((j) => j.data.session === session)?.id ?? null };
+    }),
+  );
+}
