@@ -4,6 +4,7 @@ import { ensureRedis, RedisUnavailableError } from './redis-bootstrap.js';
 import { startGatewayRole } from '../roles/gateway.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
 import { Metrics } from '../metrics/metrics.js';
+import { startWorkerServer } from '../http/worker-server.js';
 
 const ROLES = ['all', 'gateway', 'worker'] as const;
 type RoleName = (typeof ROLES)[number];
@@ -42,6 +43,11 @@ async function main(): Promise<void> {
   const metrics = new Metrics({ defaultMetrics: true });
   if (role !== 'gateway') roles.push(await startWorkerRole(config, redis.url, log, { metrics }));
   if (role !== 'worker') roles.push(await startGatewayRole(config, redis.url, log, { metrics }));
+  if (role === 'worker' && config.admin.workerMetricsPort > 0) {
+    const server = await startWorkerServer(config, metrics);
+    roles.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    log.info({ port: config.admin.workerMetricsPort }, 'worker metrics listening');
+  }
   log.info({ redis: redis.child ? 'private' : 'shared' }, 'ready');
 }
 

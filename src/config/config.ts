@@ -34,7 +34,7 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   queue: QueueConfig;
   agent: { limits: AgentLimits; historyTokens: number };
-  admin: { readonly: boolean; metricsPublic: boolean };
+  admin: { readonly: boolean; metricsPublic: boolean; /** A worker-only process serves /metrics here (0: off). */ workerMetricsPort: number };
   /** Largest attachment a channel downloads into a workspace. */
   attachmentMaxBytes: number;
   channels: {
@@ -83,7 +83,7 @@ export function deriveConfig(env: Env): Config {
       },
       historyTokens: env.AGENT_HISTORY_TOKENS,
     },
-    admin: { readonly: env.ADMIN_READONLY, metricsPublic: env.METRICS_PUBLIC },
+    admin: { readonly: env.ADMIN_READONLY, metricsPublic: env.METRICS_PUBLIC, workerMetricsPort: env.WORKER_METRICS_PORT },
     attachmentMaxBytes: env.ATTACHMENT_MAX_BYTES,
     channels: {
       ...(env.TELEGRAM_BOT_TOKEN && {

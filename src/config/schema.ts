@@ -83,6 +83,7 @@ export const envSchema = z
     DISCORD_GUILD_ID: optionalText('a guild (server) id'),
     DISCORD_MESSAGE_CONTENT: flag(true),
 
+    WORKER_METRICS_PORT: int(0, 65_535, 0),
     ADMIN_READONLY: flag(false),
     METRICS_PUBLIC: flag(false),
   })

@@ -104,11 +104,14 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
   });
   app.use('/admin/api', ...guard, api);
 
-  const metricsRoute: RequestHandler = async (_req, res) => {
-    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  };
-  if (deps.metricsPublic) app.get('/metrics', metricsRoute);
-  else app.get('/metrics', ...guard, metricsRoute);
+  mountMetrics(app, deps.metrics, deps.metricsPublic ? [] : guard);
+}
+
+/** /metrics in Prometheus format, behind `guard` (empty when METRICS_PUBLIC=1). */
+export function mountMetrics(app: Express, metrics: Metrics, guard: RequestHandler[]): void {
+  app.get('/metrics', ...guard, async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
 }
 
 function mountLogin(app: Express, token: string | undefined, guard: RequestHandler[]): void {
