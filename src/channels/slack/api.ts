@@ -1,0 +1,122 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type Logger as SlackLogger } from '@slack/web-api';
+
+/** Slack's Web API base when SLACK_API_URL is not set. */
+export const SLACK_API_URL = 'https://slack.com/api/';
+const REQUEST_TIMEOUT_MS = 20_000;
+
+/** The WebClient base must end with a slash: method names are appended to it. */
+export function apiBase(apiUrl: string | undefined): string {
+  const base = apiUrl ?? SLACK_API_URL;
+  return base.endsWith('/') ? base : `${base}/`;
+}
+
+/**
+ * A WebClient that never retries by itself: a write whose response was lost must not be sent
+ * again behind our back (it may have been posted), and a 429 is handed to slackCall, which
+ * knows whether the call may be repeated.
+ */
+export function createWebClient(token: string, apiUrl: string | undefined, logger?: SlackLogger): WebClient {
+  return new WebClient(token, {
+    slackApiUrl: apiBase(apiUrl),
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    timeout: REQUEST_TIMEOUT_MS,
+    ...(logger && { logger }),
+  });
+}
+
+/** Slack refused the call (`ok: false`): nothing happened; `code` is Slack's error string. */
+export class SlackRefused extends Error {
+  override readonly name = 'SlackRefused';
+  constructor(
+    readonly method: string,
+    readonly code: string,
+  ) {
+    super(`Slack ${method} failed: ${code}`);
+  }
+}
+
+/** Slack answered 429 (or `ratelimited`): the call was not done; it may be sent again after `retryAfterMs`. */
+export class SlackRateLimited extends Error {
+  override readonly name = 'SlackRateLimited';
+  constructor(
+    readonly method: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`Slack ${method} is rate limited; retry after ${Math.round(retryAfterMs / 1000)} s`);
+  }
+}
+
+/** No usable answer (network error, timeout, 5xx, internal_error): the call may or may not have taken effect. */
+export class SlackUnknownOutcome extends Error {
+  override readonly name = 'SlackUnknownOutcome';
+  constructor(
+    readonly method: string,
+    cause: unknown,
+  ) {
+    super(`Slack ${method}: no answer (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+  }
+}
+
+export type SlackCallError = SlackRefused | SlackRateLimited | SlackUnknownOutcome;
+
+/** Slack errors that mean "try again later", with no promise about what happened. */
+const TRANSIENT_CODES = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+
+/** Maps whatever the WebClient threw to one of our three causes. */
+export function classifySlackError(method: string, err: unknown): SlackCallError {
+  if (err instanceof SlackRefused || err instanceof SlackRateLimited || err instanceof SlackUnknownOutcome) return err;
+  if (err instanceof WebAPIRateLimitedError) return new SlackRateLimited(method, err.retryAfter * 1000);
+  if (err instanceof WebAPIPlatformError) {
+    const code = err.data.error;
+    if (code === 'ratelimited') {
+      const after = Number((err.data.response_metadata as { retryAfter?: number } | undefined)?.retryAfter ?? 1);
+      return new SlackRateLimited(method, after * 1000);
+    }
+    return TRANSIENT_CODES.has(code) ? new SlackUnknownOutcome(method, err) : new SlackRefused(method, code);
+  }
+  if (err instanceof WebAPIHTTPError || err instanceof WebAPIRequestError) return new SlackUnknownOutcome(method, err);
+  return new SlackUnknownOutcome(method, err);
+}
+
+export interface CallOptions {
+  /**
+   * Repeating the call cannot do it twice (chat.update with the same text, reactions, chat.delete).
+   * A write that is not (chat.postMessage) is repeated only after a 429, which proves it was not done.
+   */
+  idempotent: boolean;
+  attempts?: number;
+  /** A Retry-After longer than this is not waited for: the call fails instead. */
+  maxDelayMs?: number;
+  signal?: AbortSignal;
+}
+
+const BACKOFF_MS = [500, 1_500, 4_000];
+
+/**
+ * The one classify-then-retry helper for Slack Web API calls: honours Retry-After on 429,
+ * backs off on transient failures of idempotent calls, never repeats a write whose outcome is
+ * unknown, and rethrows what it does not retry as SlackRefused / SlackRateLimited / SlackUnknownOutcome.
+ */
+export async function slackCall<T>(method: string, call: () => Promise<T>, options: CallOptions): Promise<T> {
+  const attempts = options.attempts ?? 4;
+  const maxDelayMs = options.maxDelayMs ?? 30_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (raw) {
+      const err = classifySlackError(method, raw);
+      if (err instanceof SlackRefused || attempt >= attempts) throw err;
+      let delay: number;
+      if (err instanceof SlackRateLimited) {
+        if (err.retryAfterMs > maxDelayMs) throw err;
+        delay = err.retryAfterMs;
+      } else {
+        if (!options.idempotent) throw err;
+        delay = BACKOFF_MS[Math.min(attempt - 1, BACKOFF_MS.length - 1)]!;
+      }
+      await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined);
+    }
+  }
+}

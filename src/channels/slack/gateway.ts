@@ -1,0 +1,202 @@
+import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
+import type { WebClient } from '@slack/web-api';
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../config/config.js';
+import type { Logger } from '../../log.js';
+import type { Intake } from '../intake.js';
+import { sessionKeyOf } from '../session-key.js';
+import type { InboundMessage } from '../types.js';
+import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
+import { engagedThreadKey } from './ids.js';
+import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
+import { SlackOutbound } from './outbound.js';
+import { boltLogger, chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
+
+export const ASK_COMMAND = '/ask';
+const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`, `/ask stop`, `/ask reset`.';
+const IDENTITY_RETRY_MS = [1_000, 5_000, 15_000, 60_000];
+
+/**
+ * What the gateway hands this channel (the registry's GatewayContext, typed here by what it
+ * uses: the registry imports this channel, so importing its types back would make a cycle).
+ */
+export interface SlackGatewayContext {
+  config: Config;
+  intake: Intake;
+  app: Express;
+  redis: Redis;
+  prefix: string;
+  log: Logger;
+}
+
+/** As the registry's ChannelHealth. */
+export interface SlackHealth {
+  connected: boolean;
+  lastEventAt?: number;
+  detail?: string;
+}
+
+interface Identity {
+  userId: string;
+  botId: string | undefined;
+  team: string | undefined;
+}
+
+/**
+ * Slack's inbound half in the gateway: a Bolt app on the Events API (the gateway's Express app,
+ * POST /slack/events) or Socket Mode, turning mentions, DMs, thread follow-ups and /ask into
+ * normalised messages for the intake. It acknowledges as soon as a message is enqueued and
+ * never waits for a run.
+ */
+export class SlackGateway {
+  readonly name = 'slack';
+  readonly transport: Transport;
+  private readonly app: App;
+  private readonly receiver: Receiver;
+  private readonly api: WebClient;
+  private readonly outbound: SlackOutbound;
+  private identity: Identity | undefined;
+  private identityTimer: NodeJS.Timeout | undefined;
+  private socket: { connected: boolean; detail?: string } = { connected: false, detail: 'Socket Mode not started' };
+  private identityProblem = 'auth.test not done yet';
+  private lastEventAt: number | undefined;
+  private stopped = false;
+
+  constructor(private readonly ctx: SlackGatewayContext) {
+    const slack = ctx.config.channels.slack;
+    if (!slack) throw new Error('the slack channel needs SLACK_BOT_TOKEN');
+    this.transport = chooseTransport(slack);
+    this.api = createWebClient(slack.botToken, slack.apiUrl);
+    this.outbound = new SlackOutbound({ token: slack.botToken, apiUrl: slack.apiUrl, redis: ctx.redis, prefix: ctx.prefix, log: ctx.log });
+    if (this.transport === 'socket') {
+      this.receiver = new DeferredAckSocketReceiver(slack.appToken!, slack.apiUrl, ctx.log, (state, detail) => {
+        this.socket = { connected: state === 'connected', ...(detail && { detail }) };
+        ctx.log.info({ state }, 'socket mode state');
+      });
+    } else {
+      if (!slack.signingSecret) throw new Error('the slack channel needs SLACK_SIGNING_SECRET for HTTP events');
+      this.receiver = httpReceiver(ctx.app, slack.signingSecret, ctx.log);
+    }
+    this.app = new App({
+      receiver: this.receiver,
+      // Our own authorize: no auth.test on the event path, so an event is never dropped because Slack's API was briefly unreachable.
+      authorize: async (_source, body) => this.authorization(body),
+      logger: boltLogger(ctx.log),
+      convoStore: false,
+      clientOptions: { slackApiUrl: apiBase(slack.apiUrl), retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
+    });
+    this.app.event('app_mention', async ({ event, context }) => this.onMessage(event as unknown as SlackMessageEvent, context.retryNum));
+    this.app.event('message', async ({ event, context }) => this.onMessage(event as unknown as SlackMessageEvent, context.retryNum));
+    this.app.command(ASK_COMMAND, async ({ command, ack }) => {
+      const text = await this.onAsk(command as SlackCommandPayload);
+      await ack({ response_type: 'ephemeral', text });
+    });
+    this.app.error(async (err) => {
+      ctx.log.error({ err }, 'slack event not handled');
+      // Rethrown: HTTP answers 500 and Socket Mode does not ack, so Slack delivers the event again.
+      throw err;
+    });
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.resolveIdentity(0);
+    if (this.transport === 'socket') {
+      this.socket = { connected: false, detail: 'Socket Mode connecting' };
+      // Not awaited: the socket client retries apps.connections.open for a long time; readiness shows how it goes.
+      this.receiver.start().catch((err: unknown) => {
+        this.socket = { connected: false, detail: `Socket Mode failed: ${err instanceof Error ? err.message : String(err)}` };
+        this.ctx.log.error({ err }, 'socket mode did not start');
+      });
+    }
+    this.ctx.log.info({ transport: this.transport, bot: this.identity?.userId }, 'slack channel started');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.identityTimer);
+    if (this.transport === 'socket') await this.receiver.stop().catch((err: unknown) => this.ctx.log.warn({ err }, 'socket mode stop failed'));
+  }
+
+  health(): SlackHealth {
+    const base = this.lastEventAt !== undefined ? { lastEventAt: this.lastEventAt } : {};
+    if (!this.identity) return { connected: false, detail: this.identityProblem, ...base };
+    if (this.transport === 'socket' && !this.socket.connected) return { connected: false, detail: this.socket.detail ?? 'Socket Mode not connected', ...base };
+    return { connected: true, ...base };
+  }
+
+  private authorization(body: unknown): AuthorizeResult {
+    const fromEvent = (body as { authorizations?: { user_id?: string }[] }).authorizations?.[0]?.user_id;
+    const userId = this.identity?.userId ?? fromEvent;
+    return {
+      botToken: this.ctx.config.channels.slack!.botToken,
+      ...(userId && { botUserId: userId }),
+      ...(this.identity?.botId && { botId: this.identity.botId }),
+    };
+  }
+
+  /** auth.test: who the bot is (to strip its mention and ignore its own messages) and whether the token works. */
+  private async resolveIdentity(attempt: number): Promise<void> {
+    try {
+      const res = await slackCall('auth.test', () => this.api.auth.test(), { idempotent: true, attempts: 1 });
+      if (!res.user_id) throw new SlackRefused('auth.test', 'no_user_id');
+      this.identity = { userId: res.user_id, botId: res.bot_id, team: res.team };
+      this.ctx.log.info({ bot: res.user_id, team: res.team }, 'slack bot identified');
+    } catch (err) {
+      const code = err instanceof SlackRefused ? err.code : err instanceof Error ? err.message : String(err);
+      this.identityProblem = `auth.test failed: ${code}${err instanceof SlackRefused && /auth|token|account/.test(code) ? ' (check SLACK_BOT_TOKEN)' : ''}`;
+      this.ctx.log.error({ err }, 'slack auth.test failed');
+      if (this.stopped) return;
+      const delay = IDENTITY_RETRY_MS[Math.min(attempt, IDENTITY_RETRY_MS.length - 1)]!;
+      this.identityTimer = setTimeout(() => void this.resolveIdentity(attempt + 1), delay);
+      this.identityTimer.unref();
+    }
+  }
+
+  private async onMessage(event: SlackMessageEvent, retryNum: number | undefined): Promise<void> {
+    this.lastEventAt = Date.now();
+    const log = this.ctx.log.child({ eventType: event.type, channel: event.channel, ts: event.ts, ...(retryNum !== undefined && { retryNum }) });
+    const botUserId = this.identity?.userId;
+    const trigger = classifyEvent(event, botUserId);
+    if (trigger.kind === 'ignore') return log.debug({ reason: trigger.reason }, 'slack event ignored');
+    if (trigger.kind === 'thread_reply') {
+      const followups = this.ctx.config.channels.slack!.threadFollowups;
+      const engaged = followups && (await this.ctx.redis.exists(engagedThreadKey(this.ctx.prefix, event.channel, event.thread_ts!))) === 1;
+      if (!engaged) return log.debug({ reason: followups ? 'thread not answered by the bot' : 'mention required' }, 'slack event ignored');
+    }
+    const message = toInbound(event, botUserId, Date.now());
+    if (!message) return log.debug({ reason: 'empty' }, 'slack event ignored');
+    log.debug({ text: message.text }, 'slack message');
+    const result = await this.ctx.intake.accept(message);
+    log.info({ eventId: message.eventId, session: result.session, trigger: trigger.kind, result: result.kind }, 'slack event');
+    if (result.kind === 'command') this.replyDetached(message, result.reply);
+  }
+
+  /** /ask: the text of the ephemeral acknowledgement. */
+  private async onAsk(payload: SlackCommandPayload): Promise<string> {
+    this.lastEventAt = Date.now();
+    const request = parseAsk(payload.text);
+    const session = sessionKeyOf({ platform: 'slack', conversation: payload.channel_id });
+    const log = this.ctx.log.child({ command: ASK_COMMAND, channel: payload.channel_id, session });
+    log.info({ request: request.kind === 'command' ? request.name : request.kind }, 'slack command');
+    switch (request.kind) {
+      case 'usage':
+        return ASK_USAGE;
+      case 'command':
+        if (request.name !== 'reset') return (await this.ctx.intake.command(request.name, session)).reply;
+        await this.ctx.intake.accept(askToInbound(payload, '/reset', Date.now()));
+        return 'Resetting this conversation…';
+      case 'question': {
+        const result = await this.ctx.intake.accept(askToInbound(payload, payload.text.trim(), Date.now()));
+        if (result.kind === 'command') return result.reply;
+        return result.kind === 'queued' ? 'Working on it — the answer will appear here.' : 'Already received.';
+      }
+    }
+  }
+
+  /** A command typed in a mention or DM is answered where it was typed, without holding the ack. */
+  private replyDetached(to: InboundMessage, text: string): void {
+    this.outbound.post(to, text, 'notice').catch((err: unknown) => this.ctx.log.warn({ err, channel: to.conversation }, 'could not answer a command'));
+  }
+}

@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from '../../log.js';
+import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import { apiBase, createWebClient, SlackRefused, slackCall } from './api.js';
+import { downloadSlackFile } from './download.js';
+import { escapePlain, slackPieces, statusText } from './format.js';
+import { engagedThreadKey, isDirect, parseMessageKey, sentKey } from './ids.js';
+
+export interface SlackOutboundOptions {
+  token: string;
+  apiUrl: string | undefined;
+  redis: Redis;
+  /** Hash-tagged prefix for the channel's Redis keys. */
+  prefix: string;
+  log: Logger;
+}
+
+/** Reactions on the user's message: received and working, then how the run ended. */
+export const REACTIONS = { working: 'eyes', completed: 'white_check_mark', failed: 'warning' } as const;
+
+/** How long the pieces posted for a reply are remembered (a re-delivery continues, never repeats). */
+const SENT_TTL_SECONDS = 24 * 3600;
+/** How long a thread the bot answered in accepts follow-ups without a mention. */
+export const ENGAGED_TTL_SECONDS = 7 * 24 * 3600;
+const QUESTION_PREVIEW = 300;
+
+/**
+ * The Slack outbound half over the plain Web API (works in any worker). Answers go in the
+ * thread of the message they answer (DMs: top level unless the user threaded); the status
+ * message is edited with chat.update; the user's message gets an eyes reaction while the run
+ * works (Slack has no bot typing indicator) that becomes a check or a warning at the end.
+ */
+export class SlackOutbound implements OutboundAdapter {
+  readonly platform = 'slack';
+  readonly editIntervalMs = 1_000;
+  /** `typing` adds the acknowledgement reaction once per message; the refresh only re-checks that. */
+  readonly typingIntervalMs = 60_000;
+  private readonly client: WebClient;
+  private readonly base: string;
+  /** Reaction changes of one message, in order (the add of "eyes" may still be in flight when the run ends). */
+  private readonly reactionChains = new Map<string, Promise<void>>();
+  private readonly acknowledged = new Set<string>();
+
+  constructor(private readonly options: SlackOutboundOptions) {
+    this.base = apiBase(options.apiUrl);
+    this.client = createWebClient(options.token, options.apiUrl);
+  }
+
+  async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {
+    if (kind === 'status') return [await this.postOne(to, statusText(text), true)];
+    const pieces = slackPieces(text);
+    if (pieces.length === 0) pieces.push('(empty answer)');
+    if (to.meta?.via === 'ask' && to.meta.user) pieces[0] = `${askedLine(to.meta.user, to.text)}\n\n${pieces[0]}`;
+    const journal = sentKey(this.options.prefix, createHash('sha256').update(`${to.id}\u0000${kind}\u0000${text}`).digest('hex'));
+    const already = await this.options.redis.hgetall(journal).catch((err: unknown) => {
+      this.options.log.warn({ err }, 'could not read the delivery journal');
+      return {} as Record<string, string>;
+    });
+    const ids: string[] = [];
+    for (const [i, piece] of pieces.entries()) {
+      const done = already[String(i)];
+      if (done !== undefined) {
+        ids.push(done);
+        continue;
+      }
+      const ts = await this.postOne(to, piece, false);
+      ids.push(ts);
+      await this.options.redis
+        .multi()
+        .hset(journal, String(i), ts)
+        .expire(journal, SENT_TTL_SECONDS)
+        .exec()
+        .catch((err: unknown) => this.options.log.warn({ err }, 'could not record a delivered piece'));
+    }
+    if (kind === 'answer' && to.thread !== undefined && !isDirect(to.conversation)) {
+      await this.options.redis
+        .set(engagedThreadKey(this.options.prefix, to.conversation, to.thread), '1', 'EX', ENGAGED_TTL_SECONDS)
+        .catch((err: unknown) => this.options.log.warn({ err }, 'could not mark the thread as answered'));
+    }
+    this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
+    return ids;
+  }
+
+  async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
+    await slackCall('chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text: statusText(text) }), { idempotent: true });
+  }
+
+  async remove(to: InboundMessage, messageId: string): Promise<void> {
+    try {
+      await slackCall('chat.delete', () => this.client.chat.delete({ channel: to.conversation, ts: messageId }), { idempotent: true });
+    } catch (err) {
+      if (!(err instanceof SlackRefused && err.code === 'message_not_found')) throw err;
+    }
+  }
+
+  /** The acknowledgement reaction on the user's message, added once. */
+  async typing(to: InboundMessage): Promise<void> {
+    if (to.replyTo === undefined) return;
+    const key = `${to.conversation}:${to.replyTo}`;
+    if (this.acknowledged.has(key)) return;
+    this.acknowledged.add(key);
+    await this.react(to.conversation, to.replyTo, 'add', REACTIONS.working);
+  }
+
+  /** Turns "eyes" into a check or a warning on the answered message(s). Never throws: the reply is already out. */
+  async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
+    const final = outcome.state === 'completed' ? REACTIONS.completed : REACTIONS.failed;
+    const others = new Set<string>();
+    for (const id of outcome.messageIds) {
+      const ref = parseMessageKey(id);
+      if (ref && ref.channel === to.conversation && ref.ts !== to.replyTo) others.add(ref.ts);
+    }
+    const swap = async (ts: string, hadWorking: boolean): Promise<void> => {
+      try {
+        // Another worker may have added "eyes" (a reply re-delivered after a crash): remove it whenever it may be there.
+        if (hadWorking) await this.react(to.conversation, ts, 'remove', REACTIONS.working);
+        await this.react(to.conversation, ts, 'add', final);
+      } catch (err) {
+        this.options.log.warn({ err, channel: to.conversation, ts }, 'could not set the end reaction');
+      }
+    };
+    const jobs = [...others].map((ts) => swap(ts, false));
+    if (to.replyTo !== undefined) {
+      this.acknowledged.delete(`${to.conversation}:${to.replyTo}`);
+      jobs.push(swap(to.replyTo, true));
+    }
+    await Promise.all(jobs);
+  }
+
+  async download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+    return downloadSlackFile(attachment, this.options.token, this.base, maxBytes, signal);
+  }
+
+  private async postOne(to: InboundMessage, text: string, status: boolean): Promise<string> {
+    const res = await slackCall(
+      'chat.postMessage',
+      () =>
+        this.client.chat.postMessage({
+          channel: to.conversation,
+          text,
+          ...(to.thread !== undefined && { thread_ts: to.thread }),
+          ...(status && { unfurl_links: false, unfurl_media: false }),
+        }),
+      { idempotent: false },
+    );
+    if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
+    return res.ts;
+  }
+
+  /** Adds or removes a reaction after the message's earlier reaction changes; "already done" counts as done. */
+  private react(channel: string, ts: string, op: 'add' | 'remove', name: string): Promise<void> {
+    const key = `${channel}:${ts}`;
+    const previous = this.reactionChains.get(key) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      try {
+        const args = { channel, timestamp: ts, name };
+        await slackCall(`reactions.${op}`, () => (op === 'add' ? this.client.reactions.add(args) : this.client.reactions.remove(args)), { idempotent: true });
+      } catch (err) {
+        if (err instanceof SlackRefused && (err.code === 'already_reacted' || err.code === 'no_reaction')) return;
+        throw err;
+      }
+    });
+    const settled = next.catch(() => undefined);
+    this.reactionChains.set(key, settled);
+    void settled.then(() => {
+      if (this.reactionChains.get(key) === settled) this.reactionChains.delete(key);
+    });
+    return next;
+  }
+}
+
+/** The first line of an /ask answer: the question is not visible in the channel otherwise. */
+function askedLine(user: string, question: string): string {
+  const clipped = question.length > QUESTION_PREVIEW ? `${question.slice(0, QUESTION_PREVIEW - 1)}…` : question;
+  return `<@${user}> asked: ${escapePlain(clipped.replace(/\s+/g, ' '))}`;
+}

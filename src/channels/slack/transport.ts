@@ -1,0 +1,97 @@
+import { ExpressReceiver, LogLevel, SocketModeReceiver, type App, type Logger as BoltLogger, type Receiver, type ReceiverEvent } from '@slack/bolt';
+import type { Express } from 'express';
+import type { Logger } from '../../log.js';
+import { apiBase } from './api.js';
+
+/** Where Slack events arrive. */
+export type Transport = 'http' | 'socket';
+
+/** Socket Mode when an app-level token is configured, else the Events API over HTTP. */
+export function chooseTransport(slack: { appToken: string | undefined }): Transport {
+  return slack.appToken ? 'socket' : 'http';
+}
+
+/** The HTTP path Slack posts events, slash commands and url_verification to. */
+export const EVENTS_PATH = '/slack/events';
+
+/** Bolt's logger interface over pino. Bolt's debug output (whole payloads) goes to trace. */
+export function boltLogger(log: Logger): BoltLogger {
+  let level = LogLevel.INFO;
+  const text = (msg: unknown[]) => msg.map((m) => (m instanceof Error ? m.message : typeof m === 'string' ? m : JSON.stringify(m))).join(' ');
+  return {
+    debug: (...msg: unknown[]) => log.trace(text(msg)),
+    info: (...msg: unknown[]) => log.debug(text(msg)),
+    warn: (...msg: unknown[]) => log.warn(text(msg)),
+    error: (...msg: unknown[]) => log.error(text(msg)),
+    setLevel: (l: LogLevel) => {
+      level = l;
+    },
+    getLevel: () => level,
+    setName: () => undefined,
+  };
+}
+
+/**
+ * The Events API on the gateway's own Express app: Bolt verifies the v0 signature over the raw
+ * body (refusing timestamps older than five minutes) and answers url_verification. With
+ * processBeforeResponse the HTTP answer waits for our listener, so Slack's ack means "enqueued":
+ * a failure to enqueue answers 500 and Slack sends the event again.
+ */
+export function httpReceiver(app: Express, signingSecret: string, log: Logger): ExpressReceiver {
+  return new ExpressReceiver({
+    signingSecret,
+    app,
+    endpoints: EVENTS_PATH,
+    processBeforeResponse: true,
+    logger: boltLogger(log),
+  });
+}
+
+export type SocketState = 'connecting' | 'connected' | 'disconnected';
+
+/**
+ * Socket Mode, acknowledging an envelope only once our listener has enqueued it (Bolt's own
+ * receiver acks first): an event that could not be enqueued is not acked, so Slack sends it again.
+ */
+export class DeferredAckSocketReceiver implements Receiver {
+  private readonly inner: SocketModeReceiver;
+
+  constructor(appToken: string, apiUrl: string | undefined, log: Logger, onState: (state: SocketState, detail?: string) => void) {
+    this.inner = new SocketModeReceiver({
+      appToken,
+      logger: boltLogger(log),
+      installerOptions: { clientOptions: { slackApiUrl: apiBase(apiUrl) } },
+    });
+    const client = this.inner.client;
+    client.on('connecting', () => onState('connecting'));
+    client.on('connected', () => onState('connected'));
+    client.on('reconnecting', () => onState('disconnected', 'Socket Mode reconnecting'));
+    client.on('disconnected', () => onState('disconnected', 'Socket Mode disconnected'));
+  }
+
+  init(app: App): void {
+    const deferred = {
+      processEvent: async (event: ReceiverEvent) => {
+        let response: unknown;
+        let acked = false;
+        await app.processEvent({
+          ...event,
+          ack: async (r?: unknown) => {
+            acked = true;
+            response = r;
+          },
+        });
+        if (acked) await event.ack(response);
+      },
+    };
+    this.inner.init(deferred as unknown as App);
+  }
+
+  start(): Promise<unknown> {
+    return this.inner.start();
+  }
+
+  stop(): Promise<unknown> {
+    return this.inner.stop();
+  }
+}

@@ -1,0 +1,280 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+/**
+ * An in-process fake of Slack's Web API (and Socket Mode) on 127.0.0.1 for driving the real
+ * @slack/web-api and Bolt clients. Answers with Slack's shapes: HTTP 200 `{ ok: true, … }` or
+ * `{ ok: false, error }`, 429 with Retry-After and `{ ok: false, error: 'ratelimited' }`. Keeps
+ * the messages and reactions it was asked to make and records every call.
+ */
+
+export const BOT_TOKEN = 'xoxb-test-bot-token';
+export const APP_TOKEN = 'xapp-test-app-token';
+export const BOT_USER_ID = 'U0BOT';
+export const BOT_ID = 'B0BOT';
+export const TEAM_ID = 'T0FAKE';
+/** Slack's hard limit on `text` (the recommended size is 4,000). */
+export const TEXT_LIMIT = 40_000;
+
+export interface Call {
+  method: string;
+  params: Record<string, any>;
+  token: string | undefined;
+  at: number;
+  /** What was answered: the status and Slack's `error`, if any. */
+  status: number;
+  error?: string;
+}
+
+export interface FakeMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  text: string;
+  edits: string[];
+  deleted: boolean;
+}
+
+/** A scripted answer for the next call of a method, instead of the normal one. */
+export type Failure =
+  | { status: 429; retryAfter: number }
+  | { error: string }
+  /** Do the call, then cut the connection: the client never learns it happened. */
+  | { drop: true };
+
+export interface FakeFile {
+  id: string;
+  name: string;
+  mimetype: string;
+  size: number;
+  url_private: string;
+  url_private_download: string;
+}
+
+export interface FakeSlack {
+  /** http://127.0.0.1:PORT/api/ */
+  apiUrl: string;
+  origin: string;
+  calls: Call[];
+  messages: FakeMessage[];
+  /** Reactions by `channel:ts`, in the order they are currently present. */
+  reactions: Map<string, string[]>;
+  /** Every reactions.add/remove that succeeded, as `+name` / `-name` per `channel:ts`. */
+  reactionLog: Map<string, string[]>;
+  fileRequests: { path: string; authorization: string | undefined }[];
+  fail(method: string, ...failures: Failure[]): void;
+  addFile(name: string, bytes: Uint8Array, mimetype: string): FakeFile;
+  /** Calls of one method, successful ones only unless `all`. */
+  callsOf(method: string, all?: boolean): Call[];
+  /** Socket Mode: connected clients, sending an envelope, and the acks received. */
+  socket: {
+    connections: number;
+    send(payload: unknown, type?: string, retryAttempt?: number): string;
+    acks: { envelope_id: string; payload?: unknown }[];
+  };
+  close(): Promise<void>;
+}
+
+export async function startFakeSlack(): Promise<FakeSlack> {
+  const calls: Call[] = [];
+  const messages: FakeMessage[] = [];
+  const reactions = new Map<string, string[]>();
+  const reactionLog = new Map<string, string[]>();
+  const failures = new Map<string, Failure[]>();
+  const files = new Map<string, { file: FakeFile; bytes: Uint8Array }>();
+  const fileRequests: FakeSlack['fileRequests'] = [];
+  const sockets = new Set<WebSocket>();
+  const acks: { envelope_id: string; payload?: unknown }[] = [];
+  let tsSeq = 0;
+  let envelopeSeq = 0;
+  const baseSeconds = Math.floor(Date.now() / 1000);
+  const nextTs = () => `${baseSeconds}.${String(++tsSeq).padStart(6, '0')}`;
+
+  const server = createServer((req, res) => {
+    void serve(req, res).catch((err: unknown) => {
+      if (!res.headersSent) send(res, 500, { ok: false, error: `fake_slack_crashed: ${String(err)}` });
+      else res.destroy();
+    });
+  });
+  const wss = new WebSocketServer({ server, path: '/link' });
+  wss.on('connection', (ws) => {
+    sockets.add(ws);
+    ws.on('close', () => sockets.delete(ws));
+    ws.on('message', (data) => {
+      const msg = JSON.parse(String(data)) as { envelope_id: string; payload?: unknown };
+      acks.push(msg);
+    });
+    ws.send(JSON.stringify({ type: 'hello', num_connections: sockets.size, debug_info: { host: 'fake-slack' }, connection_info: { app_id: 'A0FAKE' } }));
+  });
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    if (req.method === 'GET' && url.pathname.startsWith('/files-pri/')) return serveFile(req, res, url.pathname);
+    if (!url.pathname.startsWith('/api/')) return send(res, 404, { ok: false, error: 'unknown_method' });
+    const method = url.pathname.slice('/api/'.length);
+    const params = parseBody(await readBody(req), req.headers['content-type'] ?? '');
+    const auth = req.headers.authorization;
+    const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : (params.token as string | undefined);
+    const call: Call = { method, params, token, at: Date.now(), status: 200 };
+    calls.push(call);
+
+    const failure = failures.get(method)?.shift();
+    if (failure && 'status' in failure) {
+      call.status = 429;
+      call.error = 'ratelimited';
+      return send(res, 429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(failure.retryAfter) });
+    }
+    if (failure && 'error' in failure) {
+      call.error = failure.error;
+      return send(res, 200, { ok: false, error: failure.error });
+    }
+    const expected = method === 'apps.connections.open' ? APP_TOKEN : BOT_TOKEN;
+    const body = !token ? { ok: false, error: 'not_authed' } : token !== expected ? { ok: false, error: 'invalid_auth' } : handle(method, params);
+    if (body.ok === false) call.error = String(body.error);
+    if (failure && 'drop' in failure) {
+      res.socket?.destroy();
+      return;
+    }
+    send(res, 200, body);
+  }
+
+  function handle(method: string, p: Record<string, any>): Record<string, unknown> {
+    switch (method) {
+      case 'auth.test':
+        return { ok: true, url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: TEAM_ID, user_id: BOT_USER_ID, bot_id: BOT_ID, is_enterprise_install: false };
+      case 'chat.postMessage': {
+        if (!p.channel) return { ok: false, error: 'channel_not_found' };
+        const text = String(p.text ?? '');
+        if (!text.trim() && !p.blocks) return { ok: false, error: 'no_text' };
+        if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
+        const ts = nextTs();
+        const message: FakeMessage = { channel: String(p.channel), ts, text, edits: [], deleted: false, ...(p.thread_ts && { thread_ts: String(p.thread_ts) }) };
+        messages.push(message);
+        return { ok: true, channel: message.channel, ts, message: { type: 'message', text, user: BOT_USER_ID, bot_id: BOT_ID, ts, ...(message.thread_ts && { thread_ts: message.thread_ts }) } };
+      }
+      case 'chat.update': {
+        const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
+        if (!message) return { ok: false, error: 'message_not_found' };
+        const text = String(p.text ?? '');
+        if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
+        message.text = text;
+        message.edits.push(text);
+        return { ok: true, channel: message.channel, ts: message.ts, text, message: { text, user: BOT_USER_ID, bot_id: BOT_ID } };
+      }
+      case 'chat.delete': {
+        const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
+        if (!message) return { ok: false, error: 'message_not_found' };
+        message.deleted = true;
+        return { ok: true, channel: message.channel, ts: message.ts };
+      }
+      case 'reactions.add':
+      case 'reactions.remove': {
+        const key = `${p.channel}:${p.timestamp}`;
+        const present = reactions.get(key) ?? [];
+        const name = String(p.name);
+        if (method === 'reactions.add') {
+          if (present.includes(name)) return { ok: false, error: 'already_reacted' };
+          reactions.set(key, [...present, name]);
+        } else {
+          if (!present.includes(name)) return { ok: false, error: 'no_reaction' };
+          reactions.set(key, present.filter((r) => r !== name));
+        }
+        reactionLog.set(key, [...(reactionLog.get(key) ?? []), `${method === 'reactions.add' ? '+' : '-'}${name}`]);
+        return { ok: true };
+      }
+      case 'apps.connections.open':
+        return { ok: true, url: `ws://127.0.0.1:${port}/link?ticket=fake` };
+      default:
+        return { ok: false, error: 'unknown_method' };
+    }
+  }
+
+  function serveFile(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const authorization = req.headers.authorization;
+    fileRequests.push({ path, authorization });
+    const id = path.split('/')[2] ?? '';
+    const entry = files.get(id);
+    if (authorization !== `Bearer ${BOT_TOKEN}`) {
+      // Slack's answer to a file request without a valid token (or without files:read): its sign-in page.
+      const html = '<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>';
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
+      res.end(html);
+      return;
+    }
+    if (!entry) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('file_not_found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': entry.file.mimetype, 'content-length': entry.bytes.byteLength });
+    res.end(Buffer.from(entry.bytes));
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const origin = `http://127.0.0.1:${port}`;
+  let fileSeq = 0;
+
+  return {
+    apiUrl: `${origin}/api/`,
+    origin,
+    calls,
+    messages,
+    reactions,
+    reactionLog,
+    fileRequests,
+    fail(method, ...steps) {
+      failures.set(method, [...(failures.get(method) ?? []), ...steps]);
+    },
+    addFile(name, bytes, mimetype) {
+      const id = `F0FILE${++fileSeq}`;
+      const url = `${origin}/files-pri/${TEAM_ID}-${id}/${encodeURIComponent(name)}`;
+      const file: FakeFile = { id, name, mimetype, size: bytes.byteLength, url_private: url, url_private_download: `${url}?download=1` };
+      files.set(`${TEAM_ID}-${id}`, { file, bytes });
+      return file;
+    },
+    callsOf(method, all = false) {
+      return calls.filter((c) => c.method === method && (all || (c.status === 200 && c.error === undefined)));
+    },
+    socket: {
+      get connections() {
+        return sockets.size;
+      },
+      send(payload, type = 'events_api', retryAttempt = 0) {
+        const envelope_id = `env-${++envelopeSeq}`;
+        const frame = { envelope_id, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: retryAttempt, retry_reason: retryAttempt ? 'timeout' : '' };
+        for (const ws of sockets) ws.send(JSON.stringify(frame));
+        return envelope_id;
+      },
+      acks,
+    },
+    async close() {
+      for (const ws of sockets) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
+
+function parseBody(raw: string, contentType: string): Record<string, any> {
+  if (!raw) return {};
+  if (contentType.includes('application/json')) return JSON.parse(raw) as Record<string, any>;
+  return Object.fromEntries(new URLSearchParams(raw));
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
