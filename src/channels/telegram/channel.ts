@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import { Bot } from 'grammy';
+import type { BotCommand, Message, Update } from 'grammy/types';
+import type { Logger } from '../../log.js';
+import type { IntakeResult } from '../intake.js';
+import { COMMANDS, parseCommand } from '../commands.js';
+import type { InboundMessage } from '../types.js';
+import { CLOUD_DOWNLOAD_LIMIT } from './download.js';
+import { describeTelegramError, grammySignal, sleep, withTelegramRetries } from './errors.js';
+import { botIdOf } from './ids.js';
+import { ASK_COMMAND, normaliseMessage, type BotIdentity } from './inbound.js';
+import { PollingLease } from './lease.js';
+import type { TelegramOutbound } from './outbound.js';
+import { Poller, type PollerOptions } from './polling.js';
+import { mountWebhook, webhookPath, webhookSecretFor } from './webhook.js';
+
+export interface TelegramSettings {
+  token: string;
+  apiRoot: string | undefined;
+  webhookUrl: string | undefined;
+  webhookSecret: string | undefined;
+  allowedUsers: string[] | undefined;
+}
+
+/** What the Telegram gateway half uses of the gateway (a narrow view of its GatewayContext). */
+export interface TelegramGatewayDeps {
+  settings: TelegramSettings;
+  attachmentMaxBytes: number;
+  intake: { accept(message: InboundMessage, botName?: string): Promise<IntakeResult> };
+  app: Express;
+  redis: Redis;
+  prefix: string;
+  log: Logger;
+  /** Answers commands and refusals; the same adapter the worker uses. */
+  outbound: TelegramOutbound;
+  /** Test seams for the poller's waits. */
+  polling?: Partial<Pick<PollerOptions, 'pollTimeoutSec' | 'conflictBackoffMs' | 'conflictMaxMs' | 'errorBackoffMs' | 'standbyRetryMs'>> & { leaseTtlMs?: number };
+}
+
+/** Only new messages: edits never start a second run, and nothing else is needed. */
+const ALLOWED_UPDATES = ['message'] as const;
+/** How long an immediate answer (a command, a refusal) is remembered, so a redelivered update is not answered twice. */
+const ANSWERED_TTL_SECONDS = 24 * 3600;
+
+export const BOT_COMMANDS: BotCommand[] = [
+  { command: ASK_COMMAND, description: 'ask me something (in a group: /ask@thisbot your question)' },
+  ...Object.entries(COMMANDS).map(([command, description]) => ({ command, description })),
+];
+
+export interface TelegramHealth {
+  connected: boolean;
+  lastEventAt?: number;
+  detail?: string;
+}
+
+/**
+ * The gateway half: a grammY Bot fed by long polling (default) or by the webhook route
+ * (TELEGRAM_WEBHOOK_URL). Every update goes through `handleUpdate`: normalised, then handed to
+ * the intake (which queues it) or answered at once (commands, refusals). Nothing here waits for
+ * a run. Start-up (getMe, setMyCommands, setWebhook) runs in the background and is retried, so a
+ * Telegram outage at boot shows in readiness instead of stopping the gateway.
+ */
+export class TelegramChannel {
+  readonly name = 'telegram';
+  private readonly bot: Bot;
+  private readonly log: Logger;
+  private me: BotIdentity | undefined;
+  private poller: Poller | undefined;
+  private lastEventAt: number | undefined;
+  private status: { connected: boolean; detail?: string } = { connected: false, detail: 'not started' };
+  private stopping = new AbortController();
+  private starting: Promise<void> | undefined;
+  private readonly replies = new Set<Promise<void>>();
+
+  constructor(private readonly deps: TelegramGatewayDeps) {
+    const { settings } = deps;
+    this.log = deps.log;
+    this.bot = new Bot(settings.token, { client: { ...(settings.apiRoot && { apiRoot: settings.apiRoot }) } });
+    this.bot.on('message', (ctx) => this.onMessage(ctx.message, ctx.update.update_id));
+    if (settings.webhookUrl) {
+      // Mounted now: the gateway adds routes before it listens, and starts channels after.
+      const secret = webhookSecretFor(settings.token, settings.webhookSecret);
+      mountWebhook(deps.app, webhookPath(settings.webhookUrl), secret, (u) => this.handleUpdate(u), this.log);
+    }
+  }
+
+  start(): Promise<void> {
+    if (this.deps.settings.allowedUsers === undefined) {
+      this.log.warn('TELEGRAM_ALLOWED_USERS is not set: anyone who finds this bot can use it');
+    }
+    this.stopping = new AbortController();
+    this.status = { connected: false, detail: 'connecting to Telegram (getMe)' };
+    this.starting = this.connect().catch((err: unknown) => {
+      if (this.stopping.signal.aborted) return;
+      this.log.error({ err }, 'telegram channel failed to start');
+      this.status = { connected: false, detail: `failed to start: ${describeTelegramError(err)}` };
+    });
+    return Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.poller?.stop();
+    await this.starting;
+    await Promise.allSettled([...this.replies]);
+    this.status = { connected: false, detail: 'stopped' };
+  }
+
+  health(): TelegramHealth {
+    const base = this.poller && this.me ? this.poller.state : this.status;
+    return { ...base, ...(this.lastEventAt !== undefined && { lastEventAt: this.lastEventAt }) };
+  }
+
+  /** One update from the poller or the webhook. Resolves once it is queued (or answered); throws when it could not be. */
+  async handleUpdate(update: Update): Promise<void> {
+    if (!this.me) throw new Error('the Telegram channel is still starting');
+    this.lastEventAt = Date.now();
+    await this.bot.handleUpdate(update).catch((err: unknown) => {
+      throw (err as { error?: unknown }).error ?? err;
+    });
+  }
+
+  private async connect(): Promise<void> {
+    const { settings } = this.deps;
+    const signal = this.stopping.signal;
+    while (!this.bot.isInited()) {
+      try {
+        await this.bot.init(grammySignal(signal));
+      } catch (err) {
+        if (signal.aborted) return;
+        this.log.error({ error: describeTelegramError(err) }, 'telegram getMe failed (check TELEGRAM_BOT_TOKEN and TELEGRAM_API_ROOT); retrying in 60 s');
+        this.status = { connected: false, detail: `getMe failed: ${describeTelegramError(err)}` };
+        await sleep(60_000, signal);
+      }
+    }
+    if (signal.aborted) return;
+    const info = this.bot.botInfo;
+    this.me = { id: info.id, username: info.username };
+    this.log.info({ bot: `@${info.username}`, mode: settings.webhookUrl ? 'webhook' : 'polling' }, 'telegram bot identified');
+    await withTelegramRetries(() => this.bot.api.setMyCommands(BOT_COMMANDS), { idempotent: true, signal }).catch((err: unknown) =>
+      this.log.warn({ error: describeTelegramError(err) }, 'could not register the telegram commands (setMyCommands)'),
+    );
+    if (settings.webhookUrl) return this.registerWebhook(settings.webhookUrl, signal);
+    const p = this.deps.polling ?? {};
+    this.poller = new Poller({
+      api: this.bot.api,
+      handle: (u) => this.handleUpdate(u),
+      log: this.log,
+      lease: new PollingLease(this.deps.redis, `${this.deps.prefix}:telegram:poller:${botIdOf(settings.token)}`, `${process.pid}-${randomUUID()}`, p.leaseTtlMs ?? 30_000),
+      allowedUpdates: ALLOWED_UPDATES,
+      ...p,
+    });
+    if (!signal.aborted) this.poller.start();
+  }
+
+  private async registerWebhook(url: string, signal: AbortSignal): Promise<void> {
+    const { settings } = this.deps;
+    for (;;) {
+      try {
+        await withTelegramRetries(
+          () => this.bot.api.setWebhook(url, { secret_token: webhookSecretFor(settings.token, settings.webhookSecret), allowed_updates: [...ALLOWED_UPDATES] }),
+          { idempotent: true, signal },
+        );
+        this.status = { connected: true };
+        this.log.info({ url }, 'telegram webhook registered');
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        this.status = { connected: false, detail: `setWebhook failed: ${describeTelegramError(err)}` };
+        this.log.error({ error: describeTelegramError(err) }, 'telegram setWebhook failed; retrying in 60 s');
+        await sleep(60_000, signal);
+      }
+    }
+  }
+
+  private async onMessage(msg: Message, updateId: number): Promise<void> {
+    const me = this.me!;
+    const cap = this.deps.settings.apiRoot ? this.deps.attachmentMaxBytes : Math.min(this.deps.attachmentMaxBytes, CLOUD_DOWNLOAD_LIMIT);
+    const n = normaliseMessage(msg, { me, allowedUsers: this.deps.settings.allowedUsers, maxBytes: cap, now: Date.now(), newId: randomUUID });
+    if (n.kind === 'ignore') {
+      this.log.debug({ updateId, chat: msg.chat.id, reason: n.reason }, 'telegram message ignored');
+      return;
+    }
+    const { message } = n;
+    if (n.kind === 'refuse') {
+      this.log.info({ updateId, eventId: message.eventId, reason: n.reason }, 'telegram message refused');
+      if (await this.firstAnswer(message.eventId)) this.reply(message, n.reply);
+      return;
+    }
+    this.log.debug({ updateId, eventId: message.eventId, trigger: n.trigger, text: message.text }, 'telegram message');
+    const parsed = parseCommand(message.text, me.username);
+    const immediate = parsed !== null && ('unknown' in parsed || parsed.name !== 'reset');
+    // An immediate command is not queued, so the queue's duplicate check cannot catch its redelivery.
+    if (immediate && !(await this.firstAnswer(message.eventId))) return;
+    const result = await this.deps.intake.accept(message, me.username);
+    if (result.kind === 'command') this.reply(message, result.reply);
+  }
+
+  private async firstAnswer(eventId: string): Promise<boolean> {
+    const key = `${this.deps.prefix}:telegram:answered:${eventId}`;
+    return (await this.deps.redis.set(key, '1', 'EX', ANSWERED_TTL_SECONDS, 'NX')) === 'OK';
+  }
+
+  /** Answers at once, after the update is acknowledged: the reply never delays the hand-over. */
+  private reply(to: InboundMessage, text: string): void {
+    const sent: Promise<void> = this.deps.outbound
+      .post(to, text, 'answer')
+      .then(() => undefined)
+      .catch((err: unknown) => this.log.warn({ eventId: to.eventId, error: describeTelegramError(err) }, 'telegram command reply failed'))
+      .finally(() => this.replies.delete(sent));
+    this.replies.add(sent);
+  }
+}

@@ -1,0 +1,92 @@
+import { open } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import type { Api } from 'grammy';
+import { GrammyError } from 'grammy';
+import { grammySignal, withTelegramRetries } from './errors.js';
+
+/** Telegram's cloud Bot API hands out files up to 20 MB (getFile); a local Bot API server has no such cap. */
+export const CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
+const mb = (bytes: number) => `${Math.round(bytes / 1_000_000)} MB`;
+
+export class FileTooLargeError extends Error {
+  override readonly name = 'FileTooLargeError';
+  constructor(readonly limit: number) {
+    super(`larger than the ${mb(limit)} limit`);
+  }
+}
+
+/**
+ * Fetches a file by file_id: getFile for its path, then the bytes from `<apiRoot>/file/bot<token>/<path>`,
+ * read as a stream and abandoned as soon as it passes `maxBytes`. A local Bot API server started
+ * with --local answers with an absolute path on its own disk instead; that is read directly (the
+ * gateway and the worker must then share that volume). Errors never carry the URL (it holds the token).
+ */
+export async function downloadFile(api: Api, apiRoot: string, token: string, fileId: string, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+  let file;
+  try {
+    file = await withTelegramRetries(() => api.getFile(fileId, grammySignal(signal)), { idempotent: true, signal, maxWaitMs: 60_000 });
+  } catch (err) {
+    if (err instanceof GrammyError && /file is too big/i.test(err.description)) throw new FileTooLargeError(Math.min(maxBytes, CLOUD_DOWNLOAD_LIMIT));
+    throw err;
+  }
+  if (file.file_size !== undefined && file.file_size > maxBytes) throw new FileTooLargeError(maxBytes);
+  if (!file.file_path) throw new Error('Telegram gave no download path for this file');
+  if (isAbsolute(file.file_path)) return readLocal(file.file_path, maxBytes);
+
+  const url = `${apiRoot}/file/bot${token}/${file.file_path.split('/').map(encodeURIComponent).join('/')}`;
+  let res: Response;
+  try {
+    res = await fetch(url, { signal });
+  } catch (err) {
+    if (signal.aborted) throw new Error('download cancelled');
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    throw new Error(`download failed${cause ? ` (${cause})` : ''}`);
+  }
+  if (!res.ok || !res.body) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new Error(`download failed: HTTP ${res.status}`);
+  }
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) {
+    await res.body.cancel().catch(() => undefined);
+    throw new FileTooLargeError(maxBytes);
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new FileTooLargeError(maxBytes);
+    }
+    chunks.push(value);
+  }
+  return concat(chunks, total);
+}
+
+async function readLocal(path: string, maxBytes: number): Promise<Uint8Array> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    if (size > maxBytes) throw new FileTooLargeError(maxBytes);
+    const buffer = new Uint8Array(size);
+    await handle.read(buffer, 0, size, 0);
+    return buffer;
+  } finally {
+    await handle.close();
+  }
+}
+
+function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,123 @@
+import { GrammyError, HttpError } from 'grammy';
+
+/**
+ * What a failed Bot API call means for the next decision. One function maps grammY's errors
+ * (GrammyError: Telegram answered with an error; HttpError: the request failed on the way) to
+ * one of these, so the retry helper and the adapter never read descriptions themselves.
+ */
+export type TelegramFailure =
+  /** 429: Telegram did not perform the call; it may be repeated after `retryAfterMs`. */
+  | { kind: 'rate_limited'; retryAfterMs: number }
+  /** 400 "message is not modified": the edit is already in place. */
+  | { kind: 'not_modified' }
+  /** 400 "can't parse entities": the formatted text was refused; plain text will do. */
+  | { kind: 'bad_entities' }
+  /** 400 "message is too long" (after entity parsing). */
+  | { kind: 'too_long' }
+  /** 400: the group became a supergroup with a new chat id. */
+  | { kind: 'migrated'; chatId: number }
+  /** 400 "message to edit/delete not found" (or can't be edited any more). */
+  | { kind: 'gone' }
+  /** 401 / 404 on the token: the bot token is wrong or revoked. */
+  | { kind: 'unauthorized' }
+  /** 409 on getUpdates: another poller, or a webhook, holds this bot's updates. */
+  | { kind: 'conflict' }
+  /** The request never reached Telegram (refused connection, DNS): safe to send again. */
+  | { kind: 'unsent' }
+  /** 5xx, a reset connection, a timeout: Telegram may or may not have performed the call. */
+  | { kind: 'transient' }
+  | { kind: 'fatal' };
+
+/** Connection errors that happen before a request is written: nothing reached Telegram. */
+const UNSENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+export function classifyTelegramError(err: unknown): TelegramFailure {
+  if (err instanceof GrammyError) {
+    const code = err.error_code;
+    const text = err.description.toLowerCase();
+    if (code === 429) return { kind: 'rate_limited', retryAfterMs: Math.max(1, err.parameters.retry_after ?? 1) * 1000 };
+    if (code === 401 || code === 404) return { kind: 'unauthorized' };
+    if (code === 409) return { kind: 'conflict' };
+    if (code >= 500) return { kind: 'transient' };
+    if (err.parameters.migrate_to_chat_id !== undefined) return { kind: 'migrated', chatId: err.parameters.migrate_to_chat_id };
+    if (text.includes('message is not modified')) return { kind: 'not_modified' };
+    if (text.includes("can't parse entities") || text.includes('unsupported start tag') || text.includes('can\'t find end tag')) return { kind: 'bad_entities' };
+    if (text.includes('message is too long') || text.includes('text is too long')) return { kind: 'too_long' };
+    if (/message to (edit|delete) not found|message can't be (edited|deleted)|message_id_invalid/.test(text)) return { kind: 'gone' };
+    return { kind: 'fatal' };
+  }
+  if (err instanceof HttpError) {
+    const inner = err.error as { code?: string; errno?: string; name?: string } | undefined;
+    const code = inner?.code ?? inner?.errno;
+    return code !== undefined && UNSENT_CODES.has(code) ? { kind: 'unsent' } : { kind: 'transient' };
+  }
+  return { kind: 'fatal' };
+}
+
+/** A short, token-free description of a failed call for logs and thrown errors. */
+export function describeTelegramError(err: unknown): string {
+  if (err instanceof GrammyError) return `${err.method}: ${err.error_code} ${err.description}`;
+  if (err instanceof HttpError) {
+    const inner = err.error as { code?: string; message?: string } | undefined;
+    return `${err.message}${inner?.code ? ` (${inner.code})` : ''}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+export interface RetryOptions {
+  /**
+   * The call may be repeated when Telegram might already have performed it (an edit, a delete,
+   * getFile). A sendMessage is not: repeating it after a lost response can post twice.
+   */
+  idempotent: boolean;
+  /** Attempts in all, the first included. */
+  attempts?: number;
+  /** Longest wait honoured for one retry_after; a longer one is thrown to the caller. */
+  maxWaitMs?: number;
+  signal?: AbortSignal;
+  /** Told before each wait (for logs and the per-chat flood-wait record). */
+  onWait?: (failure: TelegramFailure, waitMs: number) => void;
+}
+
+const BASE_BACKOFF_MS = 500;
+const MAX_BACKOFF_MS = 10_000;
+
+/**
+ * The one classify-then-retry helper for outbound Bot API calls: 429 waits retry_after (capped)
+ * and repeats; a request that never left is repeated with backoff; a 5xx or a lost response is
+ * repeated only for idempotent calls; everything else is thrown at once.
+ */
+export async function withTelegramRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
+  const attempts = options.attempts ?? 4;
+  const maxWaitMs = options.maxWaitMs ?? 300_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      const retryable = failure.kind === 'rate_limited' || failure.kind === 'unsent' || (failure.kind === 'transient' && options.idempotent);
+      if (!retryable || attempt >= attempts || options.signal?.aborted) throw err;
+      const waitMs = failure.kind === 'rate_limited' ? failure.retryAfterMs : Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** (attempt - 1));
+      if (waitMs > maxWaitMs) throw err;
+      options.onWait?.(failure, waitMs);
+      await sleep(waitMs, options.signal);
+    }
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** grammY types its signals with the abort-controller shim; a native AbortSignal is what node-fetch checks for at run time. */
+export type GrammySignal = NonNullable<Parameters<import('grammy').Api['getMe']>[0]>;
+export const grammySignal = (signal: AbortSignal): GrammySignal => signal as unknown as GrammySignal;

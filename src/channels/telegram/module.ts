@@ -1,0 +1,56 @@
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import { Api } from 'grammy';
+import type { Config } from '../../config/config.js';
+import type { Logger } from '../../log.js';
+import type { Intake } from '../intake.js';
+import { TelegramChannel, type TelegramGatewayDeps } from './channel.js';
+import { PLATFORM } from './ids.js';
+import { TelegramOutbound } from './outbound.js';
+
+/** Telegram's Bot API root, unless TELEGRAM_API_ROOT points at a local Bot API server. */
+export const DEFAULT_API_ROOT = 'https://api.telegram.org';
+
+type Settings = NonNullable<Config['channels']['telegram']>;
+
+function settingsOf(config: Config): Settings {
+  const settings = config.channels.telegram;
+  if (!settings) throw new Error('the telegram channel needs TELEGRAM_BOT_TOKEN');
+  return settings;
+}
+
+/** grammY refuses a root that ends in '/'. */
+const apiRootOf = (settings: Settings) => (settings.apiRoot ?? DEFAULT_API_ROOT).replace(/\/+$/, '');
+
+function outboundFor(config: Config, log: Logger): TelegramOutbound {
+  const settings = settingsOf(config);
+  const apiRoot = apiRootOf(settings);
+  return new TelegramOutbound(new Api(settings.token, { apiRoot }), { token: settings.token, apiRoot, log });
+}
+
+/**
+ * The Telegram channel (grammY). Registered in src/channels/registry.ts; its contexts are typed
+ * here by what it uses (the registry's types import this module, so importing them back would
+ * make a cycle).
+ */
+export const telegramModule = {
+  name: PLATFORM,
+  enabled: (config: Config): boolean => config.channels.telegram !== undefined,
+  inbound(ctx: { config: Config; intake: Intake; app: Express; redis: Redis; prefix: string; log: Logger }): TelegramChannel {
+    const settings = settingsOf(ctx.config);
+    const deps: TelegramGatewayDeps = {
+      settings: { ...settings, apiRoot: settings.apiRoot === undefined ? undefined : apiRootOf(settings) },
+      attachmentMaxBytes: ctx.config.attachmentMaxBytes,
+      intake: ctx.intake,
+      app: ctx.app,
+      redis: ctx.redis,
+      prefix: ctx.prefix,
+      log: ctx.log,
+      outbound: outboundFor(ctx.config, ctx.log),
+    };
+    return new TelegramChannel(deps);
+  },
+  outbound(ctx: { config: Config; log: Logger }): TelegramOutbound {
+    return outboundFor(ctx.config, ctx.log);
+  },
+};

@@ -1,0 +1,423 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * An in-process Telegram Bot API on 127.0.0.1 for driving the real grammY client through
+ * TELEGRAM_API_ROOT. It answers with the Bot API's shapes ({ ok, result } / { ok: false,
+ * error_code, description, parameters }) and its errors: 401 for a wrong token, 409 when a second
+ * getUpdates arrives while one is pending (the pending one loses, as on Telegram) or while a
+ * webhook is set, 400 "can't parse entities" for malformed HTML, "message is too long" past
+ * 4,096 characters after entity parsing, "message is not modified", "message to edit/delete not
+ * found", and scripted faults such as 429 with retry_after. Every call is recorded.
+ */
+
+export const BOT_ID = 7_000_001;
+export const BOT_USERNAME = 'switchboard_test_bot';
+export const TOKEN = `${BOT_ID}:AAF-fake-token-for-tests_only`;
+
+export interface RecordedCall {
+  method: string;
+  body: any;
+  /** Date.now() when it arrived. */
+  at: number;
+  /** Date.now() when it was answered. */
+  answeredAt?: number;
+  /** The error_code it was answered with, if any. */
+  error?: number;
+}
+
+export interface Fault {
+  method: string;
+  /** Only calls whose body matches (default: any). */
+  when?: (body: any) => boolean;
+  status: number;
+  description: string;
+  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+  /** How many matching calls it answers (default 1). */
+  times?: number;
+}
+
+export interface BotMessage {
+  chatId: number;
+  messageId: number;
+  /** The visible text (entities parsed). */
+  text: string;
+  /** What was sent, as sent. */
+  raw: string;
+  parseMode?: string;
+  replyTo?: number;
+  threadId?: number;
+  deleted: boolean;
+  edits: number;
+}
+
+export interface TgUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  username?: string;
+}
+
+export interface FakeFile {
+  fileId: string;
+  bytes: Uint8Array;
+  /** Reported size (default: bytes.length); a large one without bytes models a file only its size matters for. */
+  size?: number;
+}
+
+const TELEGRAM_FILE_LIMIT = 20 * 1024 * 1024;
+
+export const BOT_USER: TgUser = { id: BOT_ID, is_bot: true, first_name: 'Switchboard', username: BOT_USERNAME };
+
+export interface FakeTelegram {
+  /** http://127.0.0.1:PORT — the TELEGRAM_API_ROOT. */
+  apiRoot: string;
+  calls: RecordedCall[];
+  /** Messages the bot posted, in order. */
+  sent: BotMessage[];
+  webhook: { url: string; secret_token?: string; allowed_updates?: string[] } | undefined;
+  commands: { command: string; description: string }[];
+  /** Queues an update for getUpdates (with the next update_id unless it has one). `redeliver` ignores the confirmed offset (Telegram after a lost confirmation). */
+  pushUpdate(update: Record<string, unknown>, options?: { redeliver?: boolean }): number;
+  /** A user's message as Telegram sends it; the message id follows the chat's sequence. */
+  message(fields: MessageFields): any;
+  fault(fault: Fault): void;
+  addFile(file: FakeFile): void;
+  /** Calls of one method, in order. */
+  callsOf(method: string): RecordedCall[];
+  /** getUpdates calls waiting right now. */
+  pendingPolls(): number;
+  close(): Promise<void>;
+}
+
+export interface MessageFields {
+  chat: { id: number; type: 'private' | 'group' | 'supergroup'; title?: string; is_forum?: boolean };
+  from: TgUser;
+  text?: string;
+  caption?: string;
+  entities?: any[];
+  reply_to_message?: any;
+  message_thread_id?: number;
+  is_topic_message?: boolean;
+  document?: any;
+  photo?: any[];
+}
+
+interface PendingPoll {
+  res: ServerResponse;
+  offset: number;
+  limit: number;
+  timer: NodeJS.Timeout;
+  body: any;
+  call: RecordedCall;
+}
+
+export async function startFakeTelegram(options: { token?: string } = {}): Promise<FakeTelegram> {
+  const token = options.token ?? TOKEN;
+  const calls: RecordedCall[] = [];
+  const sent: BotMessage[] = [];
+  const faults: Fault[] = [];
+  const files = new Map<string, FakeFile & { path: string }>();
+  const updates: { update: any; redeliver: boolean }[] = [];
+  const nextMessageId = new Map<number, number>();
+  let nextUpdateId = 100_000;
+  let confirmed = 0;
+  let pending: PendingPoll | undefined;
+  let webhook: FakeTelegram['webhook'];
+  let commands: FakeTelegram['commands'] = [];
+
+  const messageIdFor = (chatId: number) => {
+    const id = (nextMessageId.get(chatId) ?? 0) + 1;
+    nextMessageId.set(chatId, id);
+    return id;
+  };
+
+  const server = createServer((req, res) => {
+    void serve(req, res).catch((err: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { ok: false, error_code: 500, description: `Internal Server Error: fake crashed: ${String(err)}` });
+    });
+  });
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const fileMatch = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+    if (fileMatch) {
+      if (fileMatch[1] !== token) return sendJson(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
+      const file = [...files.values()].find((f) => f.path === decodeURIComponent(fileMatch[2]!));
+      if (!file) return sendJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.bytes.byteLength });
+      res.end(Buffer.from(file.bytes));
+      return;
+    }
+    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
+    if (!match) return sendJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    const raw = await readBody(req);
+    const body = raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams);
+    const method = match[2]!;
+    const call: RecordedCall = { method, body, at: Date.now() };
+    calls.push(call);
+    const answer = (status: number, payload: any) => {
+      call.answeredAt = Date.now();
+      if (!payload.ok) call.error = payload.error_code;
+      sendJson(res, status, payload);
+    };
+    if (match[1] !== token) return answer(401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    const fault = faults.find((f) => f.method === method && (f.when?.(body) ?? true));
+    if (fault) {
+      fault.times = (fault.times ?? 1) - 1;
+      if (fault.times <= 0) faults.splice(faults.indexOf(fault), 1);
+      return answer(fault.status, { ok: false, error_code: fault.status, description: fault.description, ...(fault.parameters && { parameters: fault.parameters }) });
+    }
+    const ok = (result: unknown) => answer(200, { ok: true, result });
+    const bad = (description: string) => answer(400, { ok: false, error_code: 400, description: `Bad Request: ${description}` });
+    switch (method) {
+      case 'getMe':
+        return ok({ ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false, can_connect_to_business: false, has_main_web_app: false });
+      case 'setMyCommands':
+        commands = body.commands;
+        return ok(true);
+      case 'deleteWebhook':
+        webhook = undefined;
+        return ok(true);
+      case 'setWebhook':
+        webhook = { url: body.url, ...(body.secret_token && { secret_token: body.secret_token }), ...(body.allowed_updates && { allowed_updates: body.allowed_updates }) };
+        if (pending) endPoll(pending, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+        return ok(true);
+      case 'getWebhookInfo':
+        return ok({ url: webhook?.url ?? '', has_custom_certificate: false, pending_update_count: updates.length });
+      case 'getUpdates':
+        return getUpdates(res, body, call);
+      case 'sendMessage': {
+        const chatId = Number(body.chat_id);
+        const parsed = parseText(body.text, body.parse_mode);
+        if ('error' in parsed) return bad(parsed.error);
+        const messageId = messageIdFor(chatId);
+        const replyTo = body.reply_parameters?.message_id;
+        sent.push({
+          chatId,
+          messageId,
+          text: parsed.text,
+          raw: body.text,
+          ...(body.parse_mode && { parseMode: body.parse_mode }),
+          ...(replyTo !== undefined && { replyTo }),
+          ...(body.message_thread_id !== undefined && { threadId: body.message_thread_id }),
+          deleted: false,
+          edits: 0,
+        });
+        return ok(messageObject(chatId, messageId, parsed.text, body));
+      }
+      case 'editMessageText': {
+        const chatId = Number(body.chat_id);
+        const target = sent.find((m) => m.chatId === chatId && m.messageId === Number(body.message_id) && !m.deleted);
+        if (!target) return bad('message to edit not found');
+        const parsed = parseText(body.text, body.parse_mode);
+        if ('error' in parsed) return bad(parsed.error);
+        if (parsed.text === target.text) return bad('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        target.text = parsed.text;
+        target.raw = body.text;
+        target.edits += 1;
+        return ok({ ...messageObject(chatId, target.messageId, parsed.text, body), edit_date: Math.floor(Date.now() / 1000) });
+      }
+      case 'deleteMessage': {
+        const target = sent.find((m) => m.chatId === Number(body.chat_id) && m.messageId === Number(body.message_id) && !m.deleted);
+        if (!target) return bad('message to delete not found');
+        target.deleted = true;
+        return ok(true);
+      }
+      case 'sendChatAction':
+        return ok(true);
+      case 'getFile': {
+        const file = files.get(body.file_id);
+        if (!file) return bad('invalid file_id');
+        const size = file.size ?? file.bytes.byteLength;
+        if (size > TELEGRAM_FILE_LIMIT) return bad('file is too big');
+        return ok({ file_id: file.fileId, file_unique_id: `u-${file.fileId}`, file_size: size, file_path: file.path });
+      }
+      default:
+        return answer(404, { ok: false, error_code: 404, description: 'Not Found: method not found' });
+    }
+  }
+
+  function messageObject(chatId: number, messageId: number, text: string, body: any) {
+    return {
+      message_id: messageId,
+      from: BOT_USER,
+      chat: chatId > 0 ? { id: chatId, type: 'private', first_name: 'User' } : { id: chatId, type: 'supergroup', title: 'Group' },
+      date: Math.floor(Date.now() / 1000),
+      text,
+      ...(body.message_thread_id !== undefined && { message_thread_id: body.message_thread_id, is_topic_message: true }),
+    };
+  }
+
+  function getUpdates(res: ServerResponse, body: any, call: RecordedCall): void {
+    if (webhook) return endPoll({ res, call } as PendingPoll, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+    if (pending) endPoll(pending, 409, 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running');
+    const offset = Number(body.offset ?? 0);
+    const limit = Number(body.limit ?? 100);
+    if (offset > 0) confirmed = Math.max(confirmed, offset);
+    const ready = takeUpdates(offset, limit);
+    const timeout = Number(body.timeout ?? 0);
+    if (ready.length > 0 || timeout <= 0) return endPoll({ res, call } as PendingPoll, 200, ready);
+    const poll: PendingPoll = { res, offset, limit, body, call, timer: setTimeout(() => endPoll(poll, 200, []), timeout * 1000) };
+    pending = poll;
+    res.once('close', () => {
+      if (pending === poll) {
+        clearTimeout(poll.timer);
+        pending = undefined;
+      }
+    });
+  }
+
+  function takeUpdates(offset: number, limit: number): any[] {
+    const out: any[] = [];
+    for (let i = 0; i < updates.length && out.length < limit; i++) {
+      const u = updates[i]!;
+      if (u.redeliver || u.update.update_id >= Math.max(offset, confirmed)) {
+        out.push(u.update);
+        if (u.redeliver) u.redeliver = false;
+      }
+    }
+    // Confirmed updates are forgotten, as on Telegram.
+    for (let i = updates.length - 1; i >= 0; i--) if (!updates[i]!.redeliver && updates[i]!.update.update_id < confirmed) updates.splice(i, 1);
+    return out;
+  }
+
+  function endPoll(poll: PendingPoll, status: number, payload: any[] | string): void {
+    if (poll.timer) clearTimeout(poll.timer);
+    if (pending === poll) pending = undefined;
+    if (poll.res.writableEnded || poll.res.destroyed) return;
+    poll.call.answeredAt = Date.now();
+    if (typeof payload === 'string') {
+      poll.call.error = status;
+      sendJson(poll.res, status, { ok: false, error_code: status, description: payload });
+    } else {
+      sendJson(poll.res, 200, { ok: true, result: payload });
+    }
+  }
+
+  function wake(): void {
+    if (!pending) return;
+    const ready = takeUpdates(pending.offset, pending.limit);
+    if (ready.length > 0) endPoll(pending, 200, ready);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    apiRoot: `http://127.0.0.1:${port}`,
+    calls,
+    sent,
+    get webhook() {
+      return webhook;
+    },
+    get commands() {
+      return commands;
+    },
+    pushUpdate(update, opts = {}) {
+      const full = { update_id: ++nextUpdateId, ...update };
+      updates.push({ update: full, redeliver: opts.redeliver === true });
+      wake();
+      return full.update_id as number;
+    },
+    message(fields) {
+      const { chat, ...rest } = fields;
+      const full = chat.type === 'private' ? { ...chat, first_name: fields.from.first_name } : { title: 'Test group', ...chat };
+      return { message_id: messageIdFor(chat.id), date: Math.floor(Date.now() / 1000), chat: full, ...rest };
+    },
+    fault(f) {
+      faults.push({ ...f });
+    },
+    addFile(file) {
+      files.set(file.fileId, { ...file, path: `documents/file_${files.size + 1}` });
+    },
+    callsOf(method) {
+      return calls.filter((c) => c.method === method);
+    },
+    pendingPolls() {
+      return pending ? 1 : 0;
+    },
+    async close() {
+      if (pending) endPoll(pending, 200, []);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Entity parsing as the Bot API does it for parse_mode HTML: the visible text, or Telegram's error. */
+export function parseText(text: unknown, parseMode: unknown): { text: string } | { error: string } {
+  if (typeof text !== 'string' || text.trim() === '') return { error: 'message text is empty' };
+  let visible = text;
+  if (parseMode === 'HTML') {
+    const parsed = parseTelegramHtml(text);
+    if ('error' in parsed) return { error: `can't parse entities: ${parsed.error}` };
+    visible = parsed.text;
+  } else if (parseMode !== undefined) {
+    return { error: `unsupported parse_mode ${String(parseMode)} in this fake` };
+  }
+  if (visible.trim() === '') return { error: 'message text is empty' };
+  if (visible.length > 4096) return { error: 'message is too long' };
+  return { text: visible };
+}
+
+const TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'span', 'tg-spoiler', 'a', 'code', 'pre', 'blockquote', 'tg-emoji']);
+const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"' };
+
+/** Telegram's HTML: only its tags, properly nested, and only &lt; &gt; &amp; &quot; and numeric entities. */
+export function parseTelegramHtml(html: string): { text: string } | { error: string } {
+  const stack: string[] = [];
+  let out = '';
+  let i = 0;
+  while (i < html.length) {
+    const ch = html[i]!;
+    if (ch === '<') {
+      const end = html.indexOf('>', i);
+      if (end < 0) return { error: `Unclosed start tag at byte offset ${i}` };
+      const inner = html.slice(i + 1, end);
+      const closing = inner.startsWith('/');
+      const name = (closing ? inner.slice(1) : inner).trim().split(/\s/)[0]!.toLowerCase();
+      if (!TAGS.has(name)) return { error: `Unsupported start tag "${name}" at byte offset ${i}` };
+      if (closing) {
+        if (stack.pop() !== name) return { error: `Unmatched end tag at byte offset ${i}, expected "</${stack.at(-1) ?? ''}>", found "</${name}>"` };
+      } else {
+        if (name === 'a' && !/\bhref\s*=\s*"[^"]*"/.test(inner)) return { error: `Can't find "href" attribute of "a" tag at byte offset ${i}` };
+        // "blockquote entities can't be nested"; links, code and pre can't contain each other.
+        if (name === 'blockquote' && stack.includes('blockquote')) return { error: `Blockquote entities can't be nested at byte offset ${i}` };
+        const holder = stack.find((t) => t === 'a' || t === 'code');
+        if (['a', 'code', 'pre'].includes(name) && holder) return { error: `Can't nest "${name}" inside "${holder}" at byte offset ${i}` };
+        stack.push(name);
+      }
+      i = end + 1;
+      continue;
+    }
+    if (ch === '&') {
+      const m = /^&(lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);/.exec(html.slice(i));
+      if (!m) return { error: `Character entity is not terminated at byte offset ${i}` };
+      const name = m[1]!;
+      out += name.startsWith('#x') ? String.fromCodePoint(parseInt(name.slice(2), 16)) : name.startsWith('#') ? String.fromCodePoint(Number(name.slice(1))) : ENTITIES[name]!;
+      i += m[0].length;
+      continue;
+    }
+    if (ch === '>') return { error: `Unexpected ">" at byte offset ${i}` };
+    out += ch;
+    i += 1;
+  }
+  if (stack.length > 0) return { error: `Can't find end tag corresponding to start tag "${stack.at(-1)}"` };
+  return { text: out };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
