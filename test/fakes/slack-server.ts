@@ -34,6 +34,8 @@ export interface FakeMessage {
   text: string;
   edits: string[];
   deleted: boolean;
+  /** The chat.postMessage parameters it was posted with. */
+  params: Record<string, any>;
 }
 
 /** A scripted answer for the next call of a method, instead of the normal one. */
@@ -41,7 +43,9 @@ export type Failure =
   | { status: 429; retryAfter: number }
   | { error: string }
   /** Do the call, then cut the connection: the client never learns it happened. */
-  | { drop: true };
+  | { drop: true }
+  /** Answer this call normally (to script a failure of a later call). */
+  | { pass: true };
 
 export interface FakeFile {
   id: string;
@@ -149,7 +153,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         if (!text.trim() && !p.blocks) return { ok: false, error: 'no_text' };
         if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
         const ts = nextTs();
-        const message: FakeMessage = { channel: String(p.channel), ts, text, edits: [], deleted: false, ...(p.thread_ts && { thread_ts: String(p.thread_ts) }) };
+        const message: FakeMessage = { channel: String(p.channel), ts, text, edits: [], deleted: false, params: p, ...(p.thread_ts && { thread_ts: String(p.thread_ts) }) };
         messages.push(message);
         return { ok: true, channel: message.channel, ts, message: { type: 'message', text, user: BOT_USER_ID, bot_id: BOT_ID, ts, ...(message.thread_ts && { thread_ts: message.thread_ts }) } };
       }

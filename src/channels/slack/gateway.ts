@@ -11,7 +11,8 @@ import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
 import { engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
-import { boltLogger, chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
+import { slackLogger } from './logger.js';
+import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
 
 export const ASK_COMMAND = '/ask';
 const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`, `/ask stop`, `/ask reset`.';
@@ -67,7 +68,7 @@ export class SlackGateway {
     const slack = ctx.config.channels.slack;
     if (!slack) throw new Error('the slack channel needs SLACK_BOT_TOKEN');
     this.transport = chooseTransport(slack);
-    this.api = createWebClient(slack.botToken, slack.apiUrl);
+    this.api = createWebClient(slack.botToken, slack.apiUrl, slackLogger(ctx.log));
     this.outbound = new SlackOutbound({ token: slack.botToken, apiUrl: slack.apiUrl, redis: ctx.redis, prefix: ctx.prefix, log: ctx.log });
     if (this.transport === 'socket') {
       this.receiver = new DeferredAckSocketReceiver(slack.appToken!, slack.apiUrl, ctx.log, (state, detail) => {
@@ -82,7 +83,7 @@ export class SlackGateway {
       receiver: this.receiver,
       // Our own authorize: no auth.test on the event path, so an event is never dropped because Slack's API was briefly unreachable.
       authorize: async (_source, body) => this.authorization(body),
-      logger: boltLogger(ctx.log),
+      logger: slackLogger(ctx.log),
       convoStore: false,
       clientOptions: { slackApiUrl: apiBase(slack.apiUrl), retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     });

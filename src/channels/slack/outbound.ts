@@ -5,6 +5,7 @@ import type { Logger } from '../../log.js';
 import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
 import { apiBase, createWebClient, SlackRefused, slackCall } from './api.js';
 import { downloadSlackFile } from './download.js';
+import { slackLogger } from './logger.js';
 import { escapePlain, slackPieces, statusText } from './format.js';
 import { engagedThreadKey, isDirect, parseMessageKey, sentKey } from './ids.js';
 
@@ -45,7 +46,7 @@ export class SlackOutbound implements OutboundAdapter {
 
   constructor(private readonly options: SlackOutboundOptions) {
     this.base = apiBase(options.apiUrl);
-    this.client = createWebClient(options.token, options.apiUrl);
+    this.client = createWebClient(options.token, options.apiUrl, slackLogger(options.log));
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {

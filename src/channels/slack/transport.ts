@@ -1,7 +1,8 @@
-import { ExpressReceiver, LogLevel, SocketModeReceiver, type App, type Logger as BoltLogger, type Receiver, type ReceiverEvent } from '@slack/bolt';
+import { ExpressReceiver, SocketModeReceiver, type App, type Receiver, type ReceiverEvent } from '@slack/bolt';
 import type { Express } from 'express';
 import type { Logger } from '../../log.js';
 import { apiBase } from './api.js';
+import { slackLogger } from './logger.js';
 
 /** Where Slack events arrive. */
 export type Transport = 'http' | 'socket';
@@ -13,23 +14,6 @@ export function chooseTransport(slack: { appToken: string | undefined }): Transp
 
 /** The HTTP path Slack posts events, slash commands and url_verification to. */
 export const EVENTS_PATH = '/slack/events';
-
-/** Bolt's logger interface over pino. Bolt's debug output (whole payloads) goes to trace. */
-export function boltLogger(log: Logger): BoltLogger {
-  let level = LogLevel.INFO;
-  const text = (msg: unknown[]) => msg.map((m) => (m instanceof Error ? m.message : typeof m === 'string' ? m : JSON.stringify(m))).join(' ');
-  return {
-    debug: (...msg: unknown[]) => log.trace(text(msg)),
-    info: (...msg: unknown[]) => log.debug(text(msg)),
-    warn: (...msg: unknown[]) => log.warn(text(msg)),
-    error: (...msg: unknown[]) => log.error(text(msg)),
-    setLevel: (l: LogLevel) => {
-      level = l;
-    },
-    getLevel: () => level,
-    setName: () => undefined,
-  };
-}
 
 /**
  * The Events API on the gateway's own Express app: Bolt verifies the v0 signature over the raw
@@ -43,7 +27,7 @@ export function httpReceiver(app: Express, signingSecret: string, log: Logger): 
     app,
     endpoints: EVENTS_PATH,
     processBeforeResponse: true,
-    logger: boltLogger(log),
+    logger: slackLogger(log),
   });
 }
 
@@ -59,7 +43,7 @@ export class DeferredAckSocketReceiver implements Receiver {
   constructor(appToken: string, apiUrl: string | undefined, log: Logger, onState: (state: SocketState, detail?: string) => void) {
     this.inner = new SocketModeReceiver({
       appToken,
-      logger: boltLogger(log),
+      logger: slackLogger(log),
       installerOptions: { clientOptions: { slackApiUrl: apiBase(apiUrl) } },
     });
     const client = this.inner.client;

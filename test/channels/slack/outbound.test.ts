@@ -1,0 +1,163 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createLogger } from '../../../src/log.js';
+import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
+import { SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/api.js';
+import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
+import type { InboundMessage } from '../../../src/channels/types.js';
+import { BOT_TOKEN, startFakeSlack, type FakeSlack } from '../../fakes/slack-server.js';
+import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';
+
+const log = createLogger(process.env.TEST_LOG ? 'debug' : 'silent');
+
+function mentionIn(channel: string, ts: string, thread = ts): InboundMessage {
+  return { v: 1, id: `${channel}:${ts}`, platform: 'slack', conversation: channel, thread, sender: { id: 'U0ADA' }, text: 'hi', attachments: [], eventId: `${channel}:${ts}`, receivedAt: 0, replyTo: ts };
+}
+
+describe('slack outbound over the Web API (fake Slack)', () => {
+  let slack: FakeSlack;
+  let redis: Redis;
+  let prefix: string;
+  let out: SlackOutbound;
+  const to = mentionIn('C0CHAN', '1700000000.000100');
+
+  beforeEach(async () => {
+    slack = await startFakeSlack();
+    redis = testRedis();
+    prefix = uniquePrefix('slack-out');
+    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log });
+  });
+  afterEach(async () => {
+    await slack.close();
+    await dropPrefix(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('posts an answer in the thread of the message it answers and marks the thread as answered', async () => {
+    const ids = await out.post(to, 'Here is **the** answer', 'answer');
+    expect(ids).toEqual([slack.messages[0]!.ts]);
+    expect(slack.messages.map((m) => ({ channel: m.channel, thread_ts: m.thread_ts, text: m.text.replaceAll('\u200b', '') }))).toEqual([
+      { channel: 'C0CHAN', thread_ts: '1700000000.000100', text: 'Here is *the* answer' },
+    ]);
+    expect(await redis.exists(engagedThreadKey(prefix, 'C0CHAN', '1700000000.000100'))).toBe(1);
+  });
+
+  it('a DM answer goes at the top level and marks nothing', async () => {
+    const dm: InboundMessage = { ...mentionIn('D0DM', '1700000000.000200'), thread: undefined } as InboundMessage;
+    delete dm.thread;
+    await out.post(dm, 'hello', 'answer');
+    expect(slack.messages[0]).toMatchObject({ channel: 'D0DM', text: 'hello' });
+    expect(slack.messages[0]!.thread_ts).toBeUndefined();
+  });
+
+  it('an /ask answer names who asked and what, at the top level', async () => {
+    const ask: InboundMessage = { v: 1, id: 'ask:1.2.3', platform: 'slack', conversation: 'C0CHAN', sender: { id: 'U0ADA' }, text: 'what is <2>?', attachments: [], eventId: 'ask:1.2.3', receivedAt: 0, meta: { via: 'ask', user: 'U0ADA' } };
+    await out.post(ask, 'Four.', 'answer');
+    expect(slack.messages[0]!.text).toBe('<@U0ADA> asked: what is &lt;2&gt;?\n\nFour.');
+    expect(slack.messages[0]!.thread_ts).toBeUndefined();
+  });
+
+  it('a 429 on chat.postMessage is waited out (Retry-After) and the piece posted once', async () => {
+    slack.fail('chat.postMessage', { status: 429, retryAfter: 1 });
+    const ids = await out.post(to, 'after the limit', 'answer');
+    const attempts = slack.callsOf('chat.postMessage', true);
+    expect(attempts.map((c) => c.status)).toEqual([429, 200]);
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
+    expect(slack.messages.map((m) => m.text)).toEqual(['after the limit']);
+    expect(ids).toEqual([slack.messages[0]!.ts]);
+  });
+
+  it('a chat.postMessage whose response is lost is not sent again (it may have been posted)', async () => {
+    slack.fail('chat.postMessage', { drop: true });
+    await expect(out.post(to, 'only once', 'answer')).rejects.toBeInstanceOf(SlackUnknownOutcome);
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
+    expect(slack.messages.map((m) => m.text)).toEqual(['only once']);
+  });
+
+  it('an internal_error on chat.postMessage is not retried either; a refusal says why', async () => {
+    slack.fail('chat.postMessage', { error: 'internal_error' });
+    await expect(out.post(to, 'x', 'answer')).rejects.toBeInstanceOf(SlackUnknownOutcome);
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
+    slack.fail('chat.postMessage', { error: 'not_in_channel' });
+    await expect(out.post(to, 'y', 'answer')).rejects.toMatchObject({ name: 'SlackRefused', code: 'not_in_channel' });
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
+  });
+
+  it('delivering the same reply again after a failure mid-way posts only the missing pieces', async () => {
+    const long = Array.from({ length: 30 }, (_, i) => `Paragraph ${i + 1}. ${'words '.repeat(40).trim()}`).join('\n\n');
+    // The second piece is refused with internal_error (nothing posted): the delivery fails after piece 1.
+    slack.fail('chat.postMessage', { pass: true }, { error: 'internal_error' });
+    await expect(out.post(to, long, 'answer')).rejects.toBeInstanceOf(SlackUnknownOutcome);
+    expect(slack.messages).toHaveLength(1);
+    const ids = await out.post(to, long, 'answer');
+    expect(ids.length).toBeGreaterThan(2);
+    expect(slack.messages.map((m) => m.ts)).toEqual(ids);
+    const firstWords = slack.messages.map((m) => Number(/^Paragraph (\d+)\./.exec(m.text)![1]));
+    expect(firstWords[0]).toBe(1);
+    expect([...firstWords].sort((a, b) => a - b)).toEqual(firstWords);
+    expect(slack.messages.map((m) => m.text).join('\n\n')).toBe(long);
+  });
+
+  it('edits the status message with chat.update; a 429 there is waited out; an internal_error retried', async () => {
+    const [status] = await out.post(to, '• reading <notes.md>', 'status');
+    slack.fail('chat.update', { status: 429, retryAfter: 1 }, { error: 'internal_error' });
+    await out.edit(to, status!, '• reading notes.md\n• searching');
+    expect(slack.callsOf('chat.update', true).map((c) => c.status === 429 ? 429 : c.error ?? 'ok')).toEqual([429, 'internal_error', 'ok']);
+    expect(slack.messages[0]!.edits).toEqual(['• reading notes.md\n• searching']);
+    expect(slack.messages[0]!.text).toBe('• reading notes.md\n• searching');
+    expect(slack.callsOf('chat.postMessage')[0]!.params).toMatchObject({ text: '• reading &lt;notes.md&gt;', unfurl_links: 'false' });
+  });
+
+  it('removes the status message; one already gone counts as removed', async () => {
+    const [status] = await out.post(to, 'working', 'status');
+    await out.remove(to, status!);
+    expect(slack.messages[0]!.deleted).toBe(true);
+    await expect(out.remove(to, status!)).resolves.toBeUndefined();
+    await expect(out.edit(to, status!, 'x')).rejects.toMatchObject({ code: 'message_not_found' });
+  });
+
+  it('acknowledges with eyes while working, then a check (completed) on every answered message', async () => {
+    await out.typing(to);
+    await out.typing(to);
+    await out.ended(to, { runId: 'r1', state: 'completed', messageIds: ['C0CHAN:1700000000.000050', to.id, 'ask:1.2'] });
+    expect(slack.reactionLog.get('C0CHAN:1700000000.000100')).toEqual(['+eyes', '-eyes', '+white_check_mark']);
+    expect(slack.reactionLog.get('C0CHAN:1700000000.000050')).toEqual(['+white_check_mark']);
+    // typing twice adds eyes once; the end adds a check to both messages.
+    expect(slack.callsOf('reactions.add', true)).toHaveLength(3);
+  });
+
+  it('a failed run ends with a warning; a reaction that fails never fails the delivery', async () => {
+    await out.typing(to);
+    slack.fail('reactions.add', { error: 'invalid_name' });
+    await expect(out.ended(to, { runId: 'r1', state: 'failed', reason: 'model_error', messageIds: [to.id] })).resolves.toBeUndefined();
+    expect(slack.reactions.get('C0CHAN:1700000000.000100')).toEqual([]);
+    await out.ended(to, { runId: 'r1', state: 'failed', reason: 'model_error', messageIds: [to.id] });
+    expect(slack.reactions.get('C0CHAN:1700000000.000100')).toEqual(['warning']);
+  });
+
+  it('downloads a shared file with the bot token, within the byte cap', async () => {
+    const bytes = new TextEncoder().encode('# Notes\n\nBuy milk.\n');
+    const file = slack.addFile('notes.md', bytes, 'text/markdown');
+    const got = await out.download({ name: 'notes.md', ref: file.url_private_download, size: file.size, mime: file.mimetype }, 1_000, AbortSignal.timeout(5_000));
+    expect(new TextDecoder().decode(got)).toBe('# Notes\n\nBuy milk.\n');
+    expect(slack.fileRequests.map((r) => r.authorization)).toEqual([`Bearer ${BOT_TOKEN}`]);
+    await expect(out.download({ name: 'notes.md', ref: file.url_private_download, mime: file.mimetype }, 10, AbortSignal.timeout(5_000))).rejects.toThrow('larger than the 10 byte limit');
+  });
+
+  it('refuses Slack’s sign-in page (missing files:read) and never sends the token elsewhere', async () => {
+    const badToken = new SlackOutbound({ token: 'xoxb-wrong', apiUrl: slack.apiUrl, redis, prefix, log });
+    const file = slack.addFile('data.csv', new TextEncoder().encode('a,b\n1,2\n'), 'text/csv');
+    await expect(badToken.download({ name: 'data.csv', ref: file.url_private, mime: 'text/csv' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/files:read/);
+    const requests = slack.fileRequests.length;
+    await expect(out.download({ name: 'x', ref: 'http://127.0.0.2:9/evil' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/not a Slack file URL/);
+    expect(slack.fileRequests.length).toBe(requests);
+  });
+
+  it('an invalid token is a refusal with Slack’s error code', async () => {
+    const bad = new SlackOutbound({ token: 'xoxb-revoked', apiUrl: slack.apiUrl, redis, prefix, log });
+    const err = await bad.post(to, 'x', 'answer').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SlackRefused);
+    expect(err).toMatchObject({ code: 'invalid_auth' });
+    expect(slack.messages).toHaveLength(0);
+  });
+});
