@@ -24,9 +24,6 @@ export const REDACT_PATHS = [
  * One JSON line per event on stderr (stdout belongs to the terminal channel's answers).
  * Message text is logged only at debug level by the callers.
  */
-export function createLogger(level: string, name = 'switchboard'): Logger {
-  return pino(
-    { name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } },
-    pino.destination(2),
-  );
+export function createLogger(level: string, name = 'switchboard', destination: pino.DestinationStream = pino.destination(2)): Logger {
+  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } }, destination);
 }

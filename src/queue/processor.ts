@@ -64,7 +64,7 @@ export function createProcessor(deps: RunDeps): Processor {
     const session = job.data.session;
     const jobId = job.id;
     const runId = `${jobId}.${job.attemptsStarted}`;
-    const log = deps.log.child({ session, jobId, runId });
+    const log = deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId });
     const k = deps.keys;
     const lock = k.jobLock(jobId);
     const owner = k.owner(session);
