@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import type { InboundMessage } from '../types.js';
+
+/** 2015-01-01T00:00:00Z: snowflakes count milliseconds from here. */
+export const DISCORD_EPOCH = 1_420_070_400_000;
+
+/** An interaction token is valid for 15 minutes; stop using it a little before. */
+export const INTERACTION_TOKEN_MS = 15 * 60_000;
+const TOKEN_MARGIN_MS = 30_000;
+
+/** Marks a status message that is the interaction's deferred response rather than a channel message. */
+export const ORIGINAL = '@original';
+
+export const MESSAGE_LIMIT = 2_000;
+
+/** When a snowflake (a message or interaction id) was made, ms since the epoch. */
+export function snowflakeTime(id: string): number {
+  return Number(BigInt(id) >> 22n) + DISCORD_EPOCH;
+}
+
+/** Our message id for a Discord message or interaction. */
+export function messageIdOf(snowflake: string): string {
+  return `discord-${snowflake}`;
+}
+
+/** What the outbound half needs to answer a slash command through its interaction webhook. */
+export interface InteractionRef {
+  id: string;
+  token: string;
+  applicationId: string;
+  /** The user who ran the command (named when the answer has to go to the channel instead). */
+  userId: string;
+}
+
+/** Keys of `InboundMessage.meta` for a slash command. */
+export function interactionMeta(ref: InteractionRef): Record<string, string> {
+  return { interactionToken: ref.token, applicationId: ref.applicationId, userId: ref.userId };
+}
+
+export function interactionOf(message: InboundMessage): InteractionRef | undefined {
+  const meta = message.meta;
+  if (!meta?.interactionToken || !meta.applicationId || !meta.userId) return undefined;
+  return { id: message.eventId, token: meta.interactionToken, applicationId: meta.applicationId, userId: meta.userId };
+}
+
+/** The interaction's token can still be used at `now` (it lives 15 minutes from the interaction). */
+export function tokenAlive(ref: Pick<InteractionRef, 'id'>, now: number): boolean {
+  return now < snowflakeTime(ref.id) + INTERACTION_TOKEN_MS - TOKEN_MARGIN_MS;
+}
+
+/**
+ * The nonce of one message piece: the same piece of the same reply always gets the same nonce,
+ * so with `enforce_nonce` a resent POST (a lost response, a redelivered reply) returns the
+ * message that already exists instead of posting it twice. Discord allows 25 characters.
+ */
+export function pieceNonce(to: Pick<InboundMessage, 'id'>, kind: string, index: number): string {
+  return createHash('sha256').update(`${to.id}\n${kind}\n${index}`).digest('base64url').slice(0, 25);
+}
+
+/** Redis key of a slash command's interaction (for answering it when its turn was folded into a later one). */
+export function interactionKey(prefix: string, messageId: string): string {
+  return `${prefix}:discord:ix:${messageId}`;
+}

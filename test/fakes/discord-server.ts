@@ -1,0 +1,677 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import {
+  dmChannel, formError, guildCreate, member, pingsOf, role, snowflake, textChannel, threadChannel, user,
+  type AllowedMentions, type UserObject,
+} from './discord-payloads.js';
+
+/**
+ * An in-process fake of Discord on 127.0.0.1 for driving the real discord.js client and our
+ * REST adapter: REST under /api/v10 (gateway info, command registration, interaction callbacks,
+ * interaction webhooks, channel messages, typing, attachments) and a JSON gateway WebSocket
+ * (HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay, dispatches). Answers
+ * use Discord's payload shapes and error bodies; every REST request is recorded.
+ */
+
+export const BOT_TOKEN = 'fake-bot-token.not-secret';
+const LOADING = 1 << 7;
+const EPHEMERAL = 1 << 6;
+const MESSAGE_CONTENT_INTENT = 1 << 15;
+const PRIVILEGED_INTENTS = (1 << 1) | (1 << 8) | MESSAGE_CONTENT_INTENT;
+
+export interface RecordedRequest {
+  seq: number;
+  method: string;
+  /** The path after /api/v10, without the query. */
+  path: string;
+  query: URLSearchParams;
+  body: any;
+  auth: string | undefined;
+  status: number;
+  at: number;
+}
+
+export interface FakeMessage {
+  id: string;
+  channel_id: string;
+  author: UserObject;
+  content: string;
+  flags: number;
+  /** Every content it had, first to last. */
+  history: string[];
+  pings: string[];
+  nonce?: string;
+  message_reference?: { message_id: string; channel_id?: string };
+  /** How it was made: a channel message, an interaction's response, a follow-up, or a user's message sent through the gateway. */
+  via: 'channel' | 'original' | 'followup' | 'user';
+  interactionId?: string;
+  deleted: boolean;
+  createdAt: number;
+}
+
+export interface FakeInteraction {
+  id: string;
+  token: string;
+  name: string;
+  channelId: string;
+  userId: string;
+  /** 5 = deferred, 4 = replied; undefined until the callback. */
+  callbackType?: number;
+  callbackFlags?: number;
+  callbackContent?: string;
+  callbackAt?: number;
+  originalId?: string;
+  followups: string[];
+  expired: boolean;
+}
+
+export interface Failure {
+  method: string;
+  path: RegExp;
+  status: number;
+  /** Seconds, for a 429. */
+  retryAfter?: number;
+  body?: unknown;
+  /** Do the request's work, then answer with the failure (a response lost after the write). */
+  afterWork?: boolean;
+  times?: number;
+}
+
+export interface FakeDiscordOptions {
+  /** Whether the application has the privileged Message Content intent enabled in the portal. */
+  messageContentAllowed?: boolean;
+  heartbeatIntervalMs?: number;
+  /** READY waits for releaseReady(). */
+  holdReady?: boolean;
+}
+
+type Route = { method: string; re: RegExp; auth: boolean; handle: (m: RegExpExecArray, req: RecordedRequest) => Reply | Promise<Reply> };
+type Reply = { status: number; body?: unknown; raw?: Buffer; headers?: Record<string, string> };
+
+export type FakeDiscord = Awaited<ReturnType<typeof startFakeDiscord>>;
+
+export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
+  const ids = {
+    app: snowflake(),
+    guild: snowflake(),
+    general: snowflake(),
+    random: snowflake(),
+    thread: snowflake(),
+    botRole: snowflake(),
+    alice: snowflake(),
+    bob: snowflake(),
+    otherBot: snowflake(),
+    dmAlice: snowflake(),
+  };
+  const bot = user(ids.app, 'switchboard', { bot: true });
+  const users = new Map<string, UserObject>([
+    [ids.app, bot],
+    [ids.alice, user(ids.alice, 'alice', { globalName: 'Alice' })],
+    [ids.bob, user(ids.bob, 'bob')],
+    [ids.otherBot, user(ids.otherBot, 'otherbot', { bot: true })],
+  ]);
+  const channels = new Map<string, { type: number; guild?: boolean }>([
+    [ids.general, { type: 0, guild: true }],
+    [ids.random, { type: 0, guild: true }],
+    [ids.thread, { type: 11, guild: true }],
+    [ids.dmAlice, { type: 1 }],
+  ]);
+  const requests: RecordedRequest[] = [];
+  const messages: FakeMessage[] = [];
+  const interactions = new Map<string, FakeInteraction>();
+  const attachments = new Map<string, Buffer>();
+  const commands = { global: [] as any[], guild: new Map<string, any[]>() };
+  const failures: Failure[] = [];
+  let seq = 0;
+
+  // ---------------------------------------------------------------- gateway state
+  const gateway = {
+    identifies: [] as any[],
+    resumes: [] as any[],
+    heartbeats: 0,
+    connections: 0,
+    sessionId: '',
+    seq: 0,
+    log: [] as { s: number; t: string; d: unknown }[],
+    active: undefined as WebSocket | undefined,
+    holdReady: options.holdReady ?? false,
+    pendingReady: undefined as WebSocket | undefined,
+    holdHello: false,
+    pendingHello: [] as WebSocket[],
+  };
+  const heartbeatInterval = options.heartbeatIntervalMs ?? 1_000;
+
+  const server = createServer((req, res) => {
+    void serve(req, res).catch((err: unknown) => send(res, { status: 500, body: { message: `fake-discord crashed: ${String(err)}`, code: 0 } }));
+  });
+  const wss = new WebSocketServer({ server });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const wsBase = base.replace('http', 'ws');
+
+  // ---------------------------------------------------------------- REST
+  const err = (status: number, message: string, code = 0): Reply => ({ status, body: { message, code } });
+  const notFound = () => err(404, '404: Not Found');
+  const channelOf = (id: string) => channels.get(id);
+  const live = (id: string) => messages.find((m) => m.id === id && !m.deleted);
+
+  function messageObject(m: FakeMessage) {
+    const ch = channelOf(m.channel_id);
+    return {
+      id: m.id,
+      type: m.message_reference ? 19 : 0,
+      channel_id: m.channel_id,
+      ...(ch?.guild && { guild_id: ids.guild }),
+      author: m.author,
+      content: m.content,
+      timestamp: new Date(m.createdAt).toISOString(),
+      edited_timestamp: m.history.length > 1 ? new Date().toISOString() : null,
+      tts: false,
+      mention_everyone: m.pings.includes('everyone'),
+      mentions: m.pings.filter((p) => p.startsWith('user:')).map((p) => users.get(p.slice(5))).filter(Boolean),
+      mention_roles: m.pings.filter((p) => p.startsWith('role:')).map((p) => p.slice(5)),
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      flags: m.flags,
+      components: [],
+      ...(m.nonce !== undefined && { nonce: m.nonce }),
+      ...(m.message_reference && { message_reference: { type: 0, message_id: m.message_reference.message_id, channel_id: m.channel_id, ...(ch?.guild && { guild_id: ids.guild }) } }),
+      ...(m.via === 'original' || m.via === 'followup' ? { webhook_id: ids.app, application_id: ids.app } : {}),
+    };
+  }
+
+  /** Validates and builds a bot message; returns an error reply when Discord would refuse it. */
+  function newMessage(channelId: string, body: any, via: FakeMessage['via'], flags = 0): FakeMessage | Reply {
+    const content = typeof body?.content === 'string' ? body.content : '';
+    if (content.length > 2000) return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
+    if (!content.trim() && !(flags & LOADING)) return err(400, 'Cannot send an empty message', 50006);
+    const allowed = body?.allowed_mentions as AllowedMentions | undefined;
+    if (allowed?.parse?.includes('users') && allowed.users) {
+      return { status: 400, body: formError('allowed_mentions', 'MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE', 'parse:["users"] and users: [ids...] are mutually exclusive.') };
+    }
+    let repliedAuthor: string | undefined;
+    let reference: FakeMessage['message_reference'];
+    if (body?.message_reference?.message_id) {
+      const target = live(body.message_reference.message_id);
+      if (!target && body.message_reference.fail_if_not_exists !== false) return { status: 400, body: formError('message_reference', 'REPLIES_UNKNOWN_MESSAGE', 'Unknown message') };
+      if (target) {
+        reference = { message_id: target.id, channel_id: channelId };
+        repliedAuthor = target.author.id;
+      }
+    }
+    const m: FakeMessage = {
+      id: snowflake(),
+      channel_id: channelId,
+      author: bot,
+      content,
+      flags,
+      history: [content],
+      pings: pingsOf(content, allowed, repliedAuthor),
+      via,
+      deleted: false,
+      createdAt: Date.now(),
+      ...(reference && { message_reference: reference }),
+      ...(typeof body?.nonce === 'string' && { nonce: body.nonce }),
+    };
+    return m;
+  }
+
+  function editMessage(m: FakeMessage, body: any): Reply | undefined {
+    if (typeof body?.content === 'string') {
+      if (body.content.length > 2000) return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
+      m.content = body.content;
+      m.history.push(body.content);
+      m.pings = pingsOf(body.content, body.allowed_mentions, undefined);
+    }
+    m.flags &= ~LOADING;
+    return undefined;
+  }
+
+  function webhookInteraction(app: string, token: string): FakeInteraction | Reply {
+    if (app !== ids.app) return err(404, 'Unknown Webhook', 10015);
+    const ix = [...interactions.values()].find((i) => i.token === token);
+    if (!ix) return err(404, 'Unknown Webhook', 10015);
+    if (ix.expired) return err(401, 'Invalid Webhook Token', 50027);
+    return ix;
+  }
+
+  const routes: Route[] = [
+    {
+      method: 'GET', re: /^\/gateway\/bot$/, auth: true,
+      handle: () => ({ status: 200, body: { url: `${wsBase}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } } }),
+    },
+    { method: 'GET', re: /^\/users\/@me$/, auth: true, handle: () => ({ status: 200, body: { ...bot, verified: true, mfa_enabled: false, locale: 'en-US' } }) },
+    ...(['GET', 'PUT'] as const).map((method): Route => ({
+      method, re: /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/, auth: true,
+      handle: (m, req) => {
+        if (m[1] !== ids.app) return err(403, 'Missing Access', 50001);
+        if (m[2] !== undefined && m[2] !== ids.guild) return err(403, 'Missing Access', 50001);
+        const list = () => (m[2] ? (commands.guild.get(m[2]) ?? []) : commands.global);
+        if (method === 'GET') return { status: 200, body: list() };
+        if (!Array.isArray(req.body)) return { status: 400, body: formError('_errors', 'BASE_TYPE_ARRAY', 'Must be an array') };
+        const saved = req.body.map((c: any) => ({
+          id: list().find((old: any) => old.name === c.name)?.id ?? snowflake(),
+          application_id: ids.app,
+          version: snowflake(),
+          default_member_permissions: null,
+          type: 1,
+          nsfw: false,
+          ...(m[2] && { guild_id: m[2] }),
+          ...c,
+          options: (c.options ?? []).map((o: any) => ({ ...o })),
+        }));
+        if (m[2]) commands.guild.set(m[2], saved);
+        else commands.global = saved;
+        return { status: 200, body: saved };
+      },
+    })),
+    {
+      method: 'POST', re: /^\/interactions\/(\d+)\/([^/]+)\/callback$/, auth: false,
+      handle: (m, req) => {
+        const ix = interactions.get(m[1]!);
+        if (!ix || ix.token !== m[2] || ix.expired) return err(404, 'Unknown interaction', 10062);
+        if (ix.callbackType !== undefined) return err(400, 'Interaction has already been acknowledged.', 40060);
+        const type = req.body?.type;
+        const flags = Number(req.body?.data?.flags ?? 0);
+        if (type !== 4 && type !== 5) return { status: 400, body: formError('type', 'BASE_TYPE_CHOICES', 'Value must be one of (4, 5).') };
+        const made = newMessage(ix.channelId, type === 4 ? req.body.data : {}, 'original', (type === 5 ? LOADING : 0) | (flags & EPHEMERAL));
+        if (!('id' in made)) return made;
+        made.interactionId = ix.id;
+        messages.push(made);
+        Object.assign(ix, { callbackType: type, callbackFlags: flags, callbackAt: Date.now(), originalId: made.id, ...(type === 4 && { callbackContent: made.content }) });
+        if (req.query.get('with_response') === 'true') {
+          return { status: 200, body: { interaction: { id: ix.id, type: 2, activity_instance_id: null, response_message_id: made.id, response_message_loading: type === 5, response_message_ephemeral: (flags & EPHEMERAL) !== 0 }, resource: { type, message: messageObject(made) } } };
+        }
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'PATCH', re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/, auth: false,
+      handle: (m, req) => {
+        const ix = webhookInteraction(m[1]!, m[2]!);
+        if (!('token' in ix)) return ix;
+        const original = ix.originalId ? live(ix.originalId) : undefined;
+        if (!original) return err(404, 'Unknown Message', 10008);
+        const bad = editMessage(original, req.body);
+        return bad ?? { status: 200, body: messageObject(original) };
+      },
+    },
+    {
+      method: 'DELETE', re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/, auth: false,
+      handle: (m) => {
+        const ix = webhookInteraction(m[1]!, m[2]!);
+        if (!('token' in ix)) return ix;
+        const original = ix.originalId ? live(ix.originalId) : undefined;
+        if (!original) return err(404, 'Unknown Message', 10008);
+        original.deleted = true;
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'POST', re: /^\/webhooks\/(\d+)\/([^/]+)$/, auth: false,
+      handle: (m, req) => {
+        const ix = webhookInteraction(m[1]!, m[2]!);
+        if (!('token' in ix)) return ix;
+        if (ix.callbackType === undefined) return err(404, 'Unknown Webhook', 10015);
+        const made = newMessage(ix.channelId, req.body, 'followup', Number(req.body?.flags ?? 0) & EPHEMERAL);
+        if (!('id' in made)) return made;
+        made.interactionId = ix.id;
+        messages.push(made);
+        ix.followups.push(made.id);
+        return { status: 200, body: messageObject(made) };
+      },
+    },
+    {
+      method: 'POST', re: /^\/channels\/(\d+)\/messages$/, auth: true,
+      handle: (m, req) => {
+        if (!channelOf(m[1]!)) return err(404, 'Unknown Channel', 10003);
+        // enforce_nonce: a message of ours with this nonce made in the last few minutes is returned, not made again.
+        if (req.body?.enforce_nonce === true && typeof req.body.nonce === 'string') {
+          const same = messages.find((x) => x.nonce === req.body.nonce && x.channel_id === m[1] && Date.now() - x.createdAt < 5 * 60_000);
+          if (same) return { status: 200, body: messageObject(same) };
+        }
+        const made = newMessage(m[1]!, req.body, 'channel');
+        if (!('id' in made)) return made;
+        messages.push(made);
+        return { status: 200, body: messageObject(made) };
+      },
+    },
+    {
+      method: 'PATCH', re: /^\/channels\/(\d+)\/messages\/(\d+)$/, auth: true,
+      handle: (m, req) => {
+        const target = live(m[2]!);
+        if (!target || target.channel_id !== m[1]) return err(404, 'Unknown Message', 10008);
+        if (target.author.id !== ids.app) return err(403, 'Cannot edit a message authored by another user', 50005);
+        const bad = editMessage(target, req.body);
+        return bad ?? { status: 200, body: messageObject(target) };
+      },
+    },
+    {
+      method: 'DELETE', re: /^\/channels\/(\d+)\/messages\/(\d+)$/, auth: true,
+      handle: (m) => {
+        const target = live(m[2]!);
+        if (!target || target.channel_id !== m[1]) return err(404, 'Unknown Message', 10008);
+        target.deleted = true;
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'POST', re: /^\/channels\/(\d+)\/typing$/, auth: true,
+      handle: (m) => (channelOf(m[1]!) ? { status: 204 } : err(404, 'Unknown Channel', 10003)),
+    },
+  ];
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', base);
+    const file = /^\/attachments\/\d+\/\d+\/(.+)$/.exec(url.pathname);
+    if (req.method === 'GET' && file) {
+      const bytes = attachments.get(decodeURIComponent(file[1]!));
+      return send(res, bytes ? { status: 200, raw: bytes, headers: { 'content-type': 'application/octet-stream' } } : { status: 404, raw: Buffer.from('Not Found') });
+    }
+    const raw = await readBody(req);
+    let body: any;
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      return send(res, err(400, '400: Bad Request', 50109));
+    }
+    const path = decodeURIComponent(url.pathname.replace(/^\/api\/v10/, ''));
+    const recorded: RecordedRequest = { seq: ++seq, method: req.method ?? 'GET', path, query: url.searchParams, body, auth: req.headers.authorization, status: 0, at: Date.now() };
+    requests.push(recorded);
+    const reply = await route(recorded, url.pathname.startsWith('/api/v10/'));
+    recorded.status = reply.status;
+    send(res, reply);
+  }
+
+  async function route(req: RecordedRequest, versioned: boolean): Promise<Reply> {
+    if (!versioned) return notFound();
+    for (const r of routes) {
+      if (r.method !== req.method) continue;
+      const m = r.re.exec(req.path);
+      if (!m) continue;
+      if (r.auth && req.auth !== `Bot ${BOT_TOKEN}`) return err(401, '401: Unauthorized');
+      const failure = failures.find((f) => f.method === req.method && f.path.test(req.path));
+      if (failure && !failure.afterWork) return consume(failure);
+      const reply = await r.handle(m, req);
+      if (failure?.afterWork) return consume(failure);
+      return reply;
+    }
+    return notFound();
+  }
+
+  function consume(f: Failure): Reply {
+    f.times = (f.times ?? 1) - 1;
+    if (f.times <= 0) failures.splice(failures.indexOf(f), 1);
+    if (f.status === 429) {
+      const after = f.retryAfter ?? 1;
+      return { status: 429, body: f.body ?? { message: 'You are being rate limited.', retry_after: after, global: false }, headers: { 'retry-after': String(Math.ceil(after)), 'x-ratelimit-scope': 'user' } };
+    }
+    return { status: f.status, body: f.body ?? { message: f.status >= 500 ? '500: Internal Server Error' : `HTTP ${f.status}`, code: 0 } };
+  }
+
+  // ---------------------------------------------------------------- gateway
+  const sendOp = (ws: WebSocket, payload: object) => ws.send(JSON.stringify({ s: null, t: null, ...payload }));
+
+  function hello(ws: WebSocket) {
+    sendOp(ws, { op: 10, d: { heartbeat_interval: heartbeatInterval, _trace: ['["fake-gateway",{"micros":0}]'] } });
+  }
+
+  function ready(ws: WebSocket) {
+    gateway.sessionId = snowflake();
+    gateway.seq = 0;
+    gateway.log = [];
+    gateway.active = ws;
+    dispatch('READY', {
+      v: 10,
+      user_settings: {},
+      user: { ...bot, verified: true, mfa_enabled: false },
+      guilds: [{ id: ids.guild, unavailable: true }],
+      session_id: gateway.sessionId,
+      session_type: 'normal',
+      resume_gateway_url: `${wsBase}/resume`,
+      shard: [0, 1],
+      application: { id: ids.app, flags: 0 },
+      private_channels: [],
+      presences: [],
+      relationships: [],
+      guild_join_requests: [],
+      geo_ordered_rtc_regions: ['fake'],
+      auth: {},
+      _trace: ['["fake-gateway",{"micros":0}]'],
+    });
+    const botMember = member(bot, [ids.botRole]);
+    dispatch('GUILD_CREATE', guildCreate({
+      id: ids.guild,
+      name: 'Switchboard test guild',
+      ownerId: ids.alice,
+      roles: [role(ids.guild, '@everyone', 0, '2248473465835073'), role(ids.botRole, 'switchboard', 1, '274877975552', ids.app)],
+      channels: [textChannel(ids.general, 'general', 0), textChannel(ids.random, 'random', 1)],
+      threads: [threadChannel(ids.thread, ids.guild, ids.general, ids.alice, 'a thread')],
+      members: [botMember, member(users.get(ids.alice))],
+    }));
+  }
+
+  function dispatch(t: string, d: unknown): number {
+    const s = ++gateway.seq;
+    gateway.log.push({ s, t, d });
+    if (gateway.active?.readyState === 1) gateway.active.send(JSON.stringify({ op: 0, s, t, d }));
+    return s;
+  }
+
+  wss.on('connection', (ws, req) => {
+    gateway.connections++;
+    const q = new URL(req.url ?? '/', base).searchParams;
+    if (q.get('v') !== '10' || q.get('encoding') !== 'json' || q.has('compress')) {
+      ws.close(4012, 'Invalid API version');
+      return;
+    }
+    ws.on('message', (data) => {
+      let p: any;
+      try {
+        p = JSON.parse(String(data));
+      } catch {
+        ws.close(4002, 'Error while decoding payload.');
+        return;
+      }
+      switch (p.op) {
+        case 1:
+          gateway.heartbeats++;
+          sendOp(ws, { op: 11 });
+          break;
+        case 2: {
+          gateway.identifies.push(p.d);
+          if (p.d?.token !== BOT_TOKEN) return ws.close(4004, 'Authentication failed.');
+          const intents = Number(p.d.intents);
+          if (!Number.isInteger(intents) || intents < 0) return ws.close(4013, 'Invalid intent(s).');
+          if ((intents & PRIVILEGED_INTENTS & MESSAGE_CONTENT_INTENT) && options.messageContentAllowed === false) return ws.close(4014, 'Disallowed intent(s).');
+          if (gateway.holdReady) gateway.pendingReady = ws;
+          else ready(ws);
+          break;
+        }
+        case 6: {
+          gateway.resumes.push(p.d);
+          if (p.d?.token !== BOT_TOKEN) return ws.close(4004, 'Authentication failed.');
+          if (p.d.session_id !== gateway.sessionId) return sendOp(ws, { op: 9, d: false });
+          gateway.active = ws;
+          for (const e of gateway.log.filter((x) => x.s > Number(p.d.seq))) ws.send(JSON.stringify({ op: 0, ...e }));
+          dispatch('RESUMED', { _trace: ['["fake-gateway",{"micros":0}]'] });
+          break;
+        }
+        default:
+          break;
+      }
+    });
+    ws.on('close', () => {
+      if (gateway.active === ws) gateway.active = undefined;
+    });
+    if (gateway.holdHello) gateway.pendingHello.push(ws);
+    else hello(ws);
+  });
+
+  // ---------------------------------------------------------------- what tests drive
+  const commandIds: Record<string, string> = {};
+
+  return {
+    ids,
+    token: BOT_TOKEN,
+    /** DISCORD_API_URL: the REST base discord.js calls `rest.api`. */
+    apiUrl: `${base}/api`,
+    base,
+    requests,
+    messages,
+    interactions,
+    commands,
+    gateway,
+    env(extra: Record<string, string> = {}): Record<string, string> {
+      return { DISCORD_TOKEN: BOT_TOKEN, DISCORD_APPLICATION_ID: ids.app, DISCORD_API_URL: `${base}/api`, ...extra };
+    },
+    /** Requests matching method and path (a RegExp on the path after /api/v10). */
+    calls(method: string, path: RegExp): RecordedRequest[] {
+      return requests.filter((r) => r.method === method && path.test(r.path));
+    },
+    /** Live bot messages in a channel, oldest first (interaction responses and follow-ups included). */
+    botMessages(channelId: string): FakeMessage[] {
+      return messages.filter((m) => m.channel_id === channelId && m.author.id === ids.app && !m.deleted);
+    },
+    fail(f: Failure): void {
+      failures.push(f);
+    },
+    addAttachment(name: string, bytes: Buffer) {
+      attachments.set(name, bytes);
+      const id = snowflake();
+      const url = `${base}/attachments/${ids.general}/${id}/${encodeURIComponent(name)}?ex=6700&is=6600&hm=fake`;
+      return { id, filename: name, size: bytes.length, url, proxy_url: url, content_type: 'text/plain; charset=utf-8' };
+    },
+
+    /** A user's message through the gateway (MESSAGE_CREATE). Mentions are read from `<@id>` in the content. */
+    userMessage(o: { channel: string; author?: string; content: string; replyTo?: string; attachments?: unknown[] }): FakeMessage {
+      const author = users.get(o.author ?? ids.alice)!;
+      const ch = channelOf(o.channel);
+      if (!ch) throw new Error(`fake-discord: no channel ${o.channel}`);
+      const target = o.replyTo ? live(o.replyTo) : undefined;
+      const mentioned = [...o.content.matchAll(/<@!?(\d+)>/g)].map((x) => users.get(x[1]!)).filter((u): u is UserObject => !!u);
+      if (target && !mentioned.some((u) => u.id === target.author.id)) mentioned.push(target.author);
+      const m: FakeMessage = {
+        id: snowflake(), channel_id: o.channel, author, content: o.content, flags: 0, history: [o.content], pings: [],
+        via: 'user', deleted: false, createdAt: Date.now(),
+        ...(target && { message_reference: { message_id: target.id, channel_id: o.channel } }),
+      };
+      messages.push(m);
+      const contentAllowed = options.messageContentAllowed !== false && gateway.identifies.some((i) => (Number(i.intents) & MESSAGE_CONTENT_INTENT) !== 0);
+      // Without the Message Content intent Discord blanks content (and attachments) unless the bot is mentioned or it is a DM.
+      const visible = contentAllowed || !ch.guild || mentioned.some((u) => u.id === ids.app);
+      dispatch('MESSAGE_CREATE', {
+        ...messageObject(m),
+        content: visible ? o.content : '',
+        attachments: visible ? (o.attachments ?? []) : [],
+        mentions: mentioned.map((u) => ({ ...u, ...(ch.guild && { member: member(undefined, []) }) })),
+        mention_roles: [...o.content.matchAll(/<@&(\d+)>/g)].map((x) => x[1]),
+        mention_everyone: /@everyone|@here/.test(o.content),
+        channel_type: ch.type,
+        ...(ch.guild && { member: member(undefined, []) }),
+        ...(target && { referenced_message: messageObject(target) }),
+      });
+      return m;
+    },
+
+    /** A slash command through the gateway (INTERACTION_CREATE). */
+    slash(o: { name: string; channel: string; user?: string; prompt?: string }): FakeInteraction {
+      const u = users.get(o.user ?? ids.alice)!;
+      const ch = channelOf(o.channel);
+      if (!ch) throw new Error(`fake-discord: no channel ${o.channel}`);
+      const id = snowflake();
+      // Real tokens are base64 of "interaction:<id>:<secret>".
+      const token = Buffer.from(`interaction:${id}:${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`).toString('base64url');
+      const ix: FakeInteraction = { id, token, name: o.name, channelId: o.channel, userId: u.id, followups: [], expired: false };
+      interactions.set(id, ix);
+      const registered = [...commands.global, ...(commands.guild.get(ids.guild) ?? [])].find((c: any) => c.name === o.name);
+      commandIds[o.name] ??= registered?.id ?? snowflake();
+      const channel = ch.type === 1
+        ? dmChannel(o.channel, u)
+        : ch.type === 11
+          ? { ...threadChannel(o.channel, ids.guild, ids.general, ids.alice, 'a thread'), permissions: '2248473465835073' }
+          : { ...textChannel(o.channel, 'general'), guild_id: ids.guild, permissions: '2248473465835073' };
+      dispatch('INTERACTION_CREATE', {
+        id,
+        application_id: ids.app,
+        type: 2,
+        data: { id: commandIds[o.name], name: o.name, type: 1, ...(o.prompt !== undefined && { options: [{ name: 'prompt', type: 3, value: o.prompt }] }), ...(ch.guild && { guild_id: ids.guild }) },
+        ...(ch.guild ? { guild_id: ids.guild, guild: { id: ids.guild, locale: 'en-US', features: [] }, member: { ...member(u, [], '2248473465835073') } } : { user: u }),
+        channel,
+        channel_id: o.channel,
+        token,
+        version: 1,
+        app_permissions: '274877975552',
+        locale: 'en-US',
+        ...(ch.guild && { guild_locale: 'en-US' }),
+        entitlements: [],
+        authorizing_integration_owners: ch.guild ? { '0': ids.guild } : { '0': u.id },
+        context: ch.guild ? 0 : 1,
+        attachment_size_limit: 10_485_760,
+      });
+      return ix;
+    },
+
+    /** From now on the interaction's token is refused: 401 Invalid Webhook Token, like one past its 15 minutes. */
+    expire(interactionId: string): void {
+      const ix = interactions.get(interactionId);
+      if (!ix) throw new Error(`fake-discord: no interaction ${interactionId}`);
+      ix.expired = true;
+    },
+    releaseReady(): void {
+      gateway.holdReady = false;
+      if (gateway.pendingReady) ready(gateway.pendingReady);
+      gateway.pendingReady = undefined;
+    },
+    /** Closes the client's connection (it resumes); with `hold`, new connections get no HELLO until releaseHello(). */
+    drop(code = 4000, hold = false): void {
+      gateway.holdHello = hold;
+      gateway.active?.close(code, 'fake-discord drop');
+    },
+    releaseHello(): void {
+      gateway.holdHello = false;
+      for (const ws of gateway.pendingHello.splice(0)) if (ws.readyState === 1) hello(ws);
+    },
+    async close(): Promise<void> {
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function send(res: ServerResponse, reply: Reply): void {
+  const headers: Record<string, string> = {
+    'x-ratelimit-limit': '5',
+    'x-ratelimit-remaining': '4',
+    'x-ratelimit-reset': String(Date.now() / 1000 + 1),
+    'x-ratelimit-reset-after': '1',
+    'x-ratelimit-bucket': 'fakebucket',
+    ...reply.headers,
+  };
+  if (reply.raw) {
+    res.writeHead(reply.status, { ...headers, 'content-length': reply.raw.length });
+    res.end(reply.raw);
+    return;
+  }
+  if (reply.body === undefined) {
+    res.writeHead(reply.status, headers);
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(reply.body);
+  res.writeHead(reply.status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
