@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import type { Intake } from './intake.js';
 import type { OutboundAdapter } from './types.js';
+import { discordChannel } from './discord/module.js';
 
 /** What a channel's gateway half may use. */
 export interface GatewayContext {
@@ -49,4 +50,4 @@ export interface ChannelModule {
 }
 
 /** Platform channels; each lives in src/channels/<name>/ and is enabled by its configuration. */
-export const CHANNELS: readonly ChannelModule[] = [];
+export const CHANNELS: readonly ChannelModule[] = [discordChannel];
