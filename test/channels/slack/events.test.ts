@@ -235,4 +235,109 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     await waitFor('the answer', () => answers(slack).length === 1);
     expect(answers(slack)[0]).toMatchObject({ text: 'Finally.', thread_ts: ts });
   });
+
+  it('/ask: an ephemeral acknowledgement, then the answer at the top level of the channel naming who asked', async () => {
+    const { stack, slack } = await start('slack-ask');
+    stack.fake.script([{ content: 'Four.' }]);
+    const res = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: 'what is 2+2?' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ response_type: 'ephemeral', text: 'Working on it — the answer will appear here.' });
+    await waitFor('the answer', () => answers(slack).length === 1);
+    expect(answers(slack)[0]).toMatchObject({ channel: CHANNEL, text: '<@U0ADA> asked: what is 2+2?\n\nFour.' });
+    expect(answers(slack)[0]!.thread_ts).toBeUndefined();
+    expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual(['what is 2+2?']);
+    await completed(stack, 1);
+
+    const status = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: 'status' });
+    expect(await status.json()).toEqual({ response_type: 'ephemeral', text: expect.stringMatching(/^No run is active\. Last run: completed, \d+ s ago\.$/) });
+    const usage = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: '' });
+    expect(((await usage.json()) as { text: string }).text).toMatch(/^Usage: `\/ask your question`/);
+    const unknown = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: '/frobnicate' });
+    expect(((await unknown.json()) as { text: string }).text).toMatch(/^Unknown command \/frobnicate/);
+    expect(stack.fake.requests).toHaveLength(1);
+  });
+
+  it('a command in a mention (/status) is answered in the thread at once and starts no run', async () => {
+    const { stack, slack } = await start('slack-cmd');
+    const ts = nextTs();
+    expect((await postEvent(stack.baseUrl, eventCallback(appMention(CHANNEL, ts, '/status')))).status).toBe(200);
+    await waitFor('the status reply', () => answers(slack).length === 1);
+    expect(answers(slack)[0]).toMatchObject({ channel: CHANNEL, thread_ts: ts, text: 'No run is active.' });
+    await nothingQueued(stack);
+    expect(stack.fake.requests).toHaveLength(0);
+  });
+
+  it('a file shared with a mention is downloaded with the bot token into the workspace', async () => {
+    const { stack, slack } = await start('slack-files');
+    const file = slack.addFile('meeting notes.md', new TextEncoder().encode('# Meeting\n\n- Send the budget to Ana\n'), 'text/markdown');
+    stack.fake.script([{ content: 'Got it.' }]);
+    const ts = nextTs();
+    const event = appMention(CHANNEL, ts, 'summarise the attached file', { files: [{ ...file, mode: 'hosted', filetype: 'markdown' }] });
+    expect((await postEvent(stack.baseUrl, eventCallback(event))).status).toBe(200);
+    await waitFor('the answer', () => answers(slack).length === 1);
+    const session = sessionKeyOf({ platform: 'slack', conversation: CHANNEL, thread: ts });
+    const saved = await readFile(join(stack.workspaceRoot, workspaceFolderName(session), 'uploads', 'meeting notes.md'), 'utf8');
+    expect(saved).toBe('# Meeting\n\n- Send the budget to Ana\n');
+    expect(slack.fileRequests).toEqual([{ path: expect.stringContaining('/files-pri/'), authorization: `Bearer ${BOT_TOKEN}` }]);
+    expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual(['summarise the attached file\n\n[Attached files, in the workspace:]\n- uploads/meeting notes.md (36 B)']);
+  });
+
+  it('a file over ATTACHMENT_MAX_BYTES is not downloaded; the model is told why', async () => {
+    const { stack, slack } = await start('slack-bigfile', { ATTACHMENT_MAX_BYTES: '10' });
+    const file = slack.addFile('big.txt', new TextEncoder().encode('x'.repeat(100)), 'text/plain');
+    stack.fake.script([{ content: 'Too big.' }]);
+    const ts = nextTs();
+    expect((await postEvent(stack.baseUrl, eventCallback(appMention(CHANNEL, ts, 'read it', { files: [file] })))).status).toBe(200);
+    await waitFor('the answer', () => answers(slack).length === 1);
+    expect(slack.fileRequests).toHaveLength(0);
+    expect(newUserTexts(stack.fake.requests[0]!.body)[0]).toMatch(/- big\.txt \(100 B\): not saved, larger than the/);
+  });
+
+  it('a failed run ends with one honest line in the thread and a warning reaction', async () => {
+    const { stack, slack } = await start('slack-fail', { AGENT_MODEL_RETRIES: '0' });
+    stack.fake.script([{ status: 500 }]);
+    const ts = nextTs();
+    expect((await postEvent(stack.baseUrl, eventCallback(appMention(CHANNEL, ts, 'try this')))).status).toBe(200);
+    await waitFor('the warning reaction', () => slack.reactions.get(`${CHANNEL}:${ts}`)?.includes('warning'));
+    expect(answers(slack).map((m) => ({ text: m.text, thread_ts: m.thread_ts }))).toEqual([
+      { text: 'I could not get an answer from the model (it kept failing). Please try again in a moment.', thread_ts: ts },
+    ]);
+    expect(slack.reactions.get(`${CHANNEL}:${ts}`)).toEqual(['warning']);
+  });
+});
+
+describe('slack thread follow-ups (SLACK_THREAD_FOLLOWUPS=1)', () => {
+  let stack: Stack | undefined;
+  let slack: FakeSlack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    await slack?.close();
+    stack = undefined;
+    slack = undefined;
+  });
+
+  it('a reply without a mention counts in a thread the bot answered, not in other threads', async () => {
+    slack = await startFakeSlack();
+    stack = await startStack('slack-followups', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, SLACK_THREAD_FOLLOWUPS: '1' });
+    const s = stack;
+    const fake = slack;
+    await waitFor('slack identity', async () => (await (await fetch(`${s.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    s.fake.setHandler((req) => ({ content: `re: ${newUserTexts(req.body).join(' | ')}` }));
+    const root = nextTs();
+    await postEvent(s.baseUrl, eventCallback(appMention(CHANNEL, root, 'start')));
+    await waitFor('the first answer', () => answers(fake).length === 1);
+    await waitFor('the first job', async () => (await s.queue.getJobCounts('completed')).completed === 1);
+
+    const other = nextTs();
+    const ignored = await postEvent(s.baseUrl, eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0BOB', text: 'unrelated', ts: nextTs(), thread_ts: other }));
+    expect(ignored.status).toBe(200);
+    const followup = await postEvent(s.baseUrl, eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0ADA', text: 'and then?', ts: nextTs(), thread_ts: root }));
+    expect(followup.status).toBe(200);
+    await waitFor('the second answer', () => answers(fake).length === 2);
+    expect(answers(fake).map((m) => ({ text: m.text, thread_ts: m.thread_ts }))).toEqual([
+      { text: 're: start', thread_ts: root },
+      { text: 're: and then?', thread_ts: root },
+    ]);
+    expect(s.fake.requests).toHaveLength(2);
+  });
 });
