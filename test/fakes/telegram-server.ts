@@ -35,6 +35,8 @@ export interface Fault {
   parameters?: { retry_after?: number; migrate_to_chat_id?: number };
   /** How many matching calls it answers (default 1). */
   times?: number;
+  /** Perform the call, then drop the connection without answering (a lost response). */
+  drop?: boolean;
 }
 
 export interface BotMessage {
@@ -166,8 +168,22 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     if (fault) {
       fault.times = (fault.times ?? 1) - 1;
       if (fault.times <= 0) faults.splice(faults.indexOf(fault), 1);
+      if (fault.drop) {
+        // The call takes effect, but its response never arrives.
+        const swallow = { writeHead: () => swallow, end: () => res.destroy() } as unknown as ServerResponse;
+        return perform(method, body, call, swallow);
+      }
       return answer(fault.status, { ok: false, error_code: fault.status, description: fault.description, ...(fault.parameters && { parameters: fault.parameters }) });
     }
+    return perform(method, body, call, res);
+  }
+
+  function perform(method: string, body: any, call: RecordedCall, res: ServerResponse): void {
+    const answer = (status: number, payload: any) => {
+      call.answeredAt = Date.now();
+      if (!payload.ok) call.error = payload.error_code;
+      sendJson(res, status, payload);
+    };
     const ok = (result: unknown) => answer(200, { ok: true, result });
     const bad = (description: string) => answer(400, { ok: false, error_code: 400, description: `Bad Request: ${description}` });
     switch (method) {

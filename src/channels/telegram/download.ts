@@ -5,14 +5,14 @@ import { GrammyError } from 'grammy';
 import { grammySignal, withTelegramRetries } from './errors.js';
 
 /** Telegram's cloud Bot API hands out files up to 20 MB (getFile); a local Bot API server has no such cap. */
-export const CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+export const CLOUD_DOWNLOAD_LIMIT = 20_000_000;
 
-const mb = (bytes: number) => `${Math.round(bytes / 1_000_000)} MB`;
+const size = (bytes: number) => (bytes >= 1_000_000 ? `${Math.round(bytes / 1_000_000)} MB` : bytes >= 1_000 ? `${Math.round(bytes / 1_000)} KB` : `${bytes} bytes`);
 
 export class FileTooLargeError extends Error {
   override readonly name = 'FileTooLargeError';
   constructor(readonly limit: number) {
-    super(`larger than the ${mb(limit)} limit`);
+    super(`larger than the ${size(limit)} limit`);
   }
 }
 

@@ -46,8 +46,10 @@ export class Poller {
   private holding = false;
   private conflicts = 0;
   private lastConflictAt = 0;
-  private inConflict = false;
+  private resumedLogged = false;
   private failing = false;
+  /** A poll has succeeded since the last failure: long polls from now on. */
+  private verified = false;
   private webhookCleared = false;
   state: PollerState = { connected: false, detail: 'starting' };
 
@@ -96,7 +98,9 @@ export class Poller {
           await withTelegramRetries(() => o.api.deleteWebhook({ drop_pending_updates: false }, grammySignal(this.controller!.signal)), { idempotent: true, attempts: 2, signal: this.controller.signal });
           this.webhookCleared = true;
         }
-        updates = await o.api.getUpdates({ offset: this.offset, timeout, limit: 100, allowed_updates: o.allowedUpdates }, grammySignal(this.controller.signal));
+        // Until a poll has succeeded, ask without waiting: readiness should not wait out a long poll.
+        const wait = this.verified ? timeout : 0;
+        updates = await o.api.getUpdates({ offset: this.offset, timeout: wait, limit: 100, allowed_updates: o.allowedUpdates }, grammySignal(this.controller.signal));
       } catch (err) {
         if (this.stopped || this.controller.signal.aborted) continue;
         await this.pollFailed(err);
@@ -135,6 +139,7 @@ export class Poller {
       return false;
     }
     this.holding = true;
+    this.verified = false;
     log.info({ lease: lease.key }, 'telegram polling lease taken');
     this.renewTimer = setInterval(() => void this.renew(), Math.min(standbyMs, lease.ttlMs / 3));
     this.renewTimer.unref();
@@ -148,6 +153,7 @@ export class Poller {
       if (await lease.acquire()) return;
       log.warn({ lease: lease.key }, 'telegram polling lease lost to another gateway; standing by');
       this.holding = false;
+      this.verified = false;
       clearInterval(this.renewTimer);
       this.controller?.abort();
     } catch (err) {
@@ -159,19 +165,22 @@ export class Poller {
     const o = this.options;
     const failure = classifyTelegramError(err);
     const why = describeTelegramError(err);
+    this.verified = false;
     if (failure.kind === 'conflict') {
       const now = Date.now();
-      if (now - this.lastConflictAt > (o.conflictQuietMs ?? 600_000)) this.conflicts = 0;
+      // Two pollers alternate (each one's poll ends the other's), so a streak is one episode until it has been quiet a while.
+      const newStreak = now - this.lastConflictAt > (o.conflictQuietMs ?? 600_000);
+      if (newStreak) this.conflicts = 0;
       this.lastConflictAt = now;
       this.conflicts += 1;
       const wait = Math.min(o.conflictMaxMs ?? 120_000, (o.conflictBackoffMs ?? 5_000) * 2 ** (this.conflicts - 1));
-      if (!this.inConflict) {
+      if (newStreak) {
+        this.resumedLogged = false;
         o.log.warn(
           { error: why, backoffMs: wait },
           'telegram 409 Conflict: another process is polling this bot token (or a webhook is set); backing off. Run one poller per token, or use TELEGRAM_WEBHOOK_URL',
         );
       }
-      this.inConflict = true;
       this.state = { connected: false, detail: `409 Conflict: another process polls this bot token (${why}); retrying in ${Math.round(wait / 1000)} s` };
       this.webhookCleared = !/webhook/i.test(why);
       return sleep(wait, this.stopWait.signal);
@@ -184,10 +193,18 @@ export class Poller {
   }
 
   private pollSucceeded(): void {
-    if (this.inConflict) this.options.log.info({ conflicts: this.conflicts }, 'telegram polling resumed after a conflict');
-    if (this.failing && !this.inConflict) this.options.log.info('telegram polling recovered');
-    this.inConflict = false;
+    const o = this.options;
+    const sinceConflict = Date.now() - this.lastConflictAt;
+    const recentConflict = this.lastConflictAt > 0 && sinceConflict <= (o.conflictQuietMs ?? 600_000);
+    if (recentConflict && !this.resumedLogged) {
+      o.log.info({ conflicts: this.conflicts }, 'telegram polling resumed after a conflict');
+      this.resumedLogged = true;
+    }
+    if (this.failing) o.log.info('telegram polling recovered');
     this.failing = false;
-    this.state = { connected: true };
+    this.verified = true;
+    this.state = recentConflict
+      ? { connected: true, detail: `polling, but another process polled this token ${Math.round(sinceConflict / 1000)} s ago (409 Conflict)` }
+      : { connected: true };
   }
 }
