@@ -32,7 +32,7 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
 
   /** Waits until `n` jobs have completed (the reply is delivered a moment before the job settles). */
   async function completed(s: Stack, n: number): Promise<void> {
-    await waitFor(`${n} completed job(s)`, async () => (await s.queue.getJobCounts('completed')).completed >= n);
+    await waitFor(`${n} completed job(s)`, async () => ((await s.queue.getJobCounts('completed')).completed ?? 0) >= n);
   }
 
   async function nothingQueued(s: Stack): Promise<void> {
