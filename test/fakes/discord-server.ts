@@ -531,9 +531,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     calls(method: string, path: RegExp): RecordedRequest[] {
       return requests.filter((r) => r.method === method && path.test(r.path));
     },
-    /** Live bot messages in a channel, oldest first (interaction responses and follow-ups included). */
+    /** Live messages the bot posted in a channel through the API, oldest first (interaction responses and follow-ups included). */
     botMessages(channelId: string): FakeMessage[] {
-      return messages.filter((m) => m.channel_id === channelId && m.author.id === ids.app && !m.deleted);
+      return messages.filter((m) => m.channel_id === channelId && m.author.id === ids.app && m.via !== 'user' && !m.deleted);
     },
     fail(f: Failure): void {
       failures.push(f);

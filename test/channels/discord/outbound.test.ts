@@ -1,0 +1,231 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { DiscordOutbound, FOLDED_NOTE } from '../../../src/channels/discord/outbound.js';
+import { DiscordRest } from '../../../src/channels/discord/rest.js';
+import { interactionKey, interactionOf, ORIGINAL } from '../../../src/channels/discord/ids.js';
+import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
+import type { InboundMessage } from '../../../src/channels/types.js';
+import { createLogger } from '../../../src/log.js';
+import { startFakeDiscord, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
+import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';
+
+const log = createLogger('silent');
+const SIXTEEN_MINUTES = 16 * 60_000;
+
+let fake: FakeDiscord;
+let redis: Redis;
+let prefix: string;
+
+beforeAll(async () => {
+  fake = await startFakeDiscord();
+  redis = testRedis();
+  prefix = uniquePrefix('discord-out');
+});
+afterAll(async () => {
+  await dropPrefix(redis, prefix);
+  redis.disconnect();
+  await fake.close();
+});
+afterEach(() => {
+  fake.requests.length = 0;
+});
+
+function outbound(now?: () => number): DiscordOutbound {
+  const rest = new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl });
+  return new DiscordOutbound({ rest, log, downloadHosts: [new URL(fake.base).host], redis, prefix, ...(now && { now }) });
+}
+
+/** A user's mention in #general, as the gateway would normalise it. */
+function mention(text = 'do it'): InboundMessage {
+  const m = fake.userMessage({ channel: fake.ids.general, content: `<@${fake.ids.app}> ${text}` });
+  const gate = normaliseMessage(
+    { id: m.id, channelId: m.channel_id, guildId: fake.ids.guild, author: { id: fake.ids.alice, name: 'Alice', bot: false }, content: m.content, system: false, webhook: false, mentionedUserIds: [fake.ids.app], mentionedRoleIds: [], attachments: [], userNames: {} },
+    { id: fake.ids.app },
+    Date.now(),
+  );
+  if (!gate.ok) throw new Error('not addressed');
+  return gate.message;
+}
+
+/** A deferred /ask in #general. */
+async function deferredAsk(prompt = 'do it'): Promise<{ ix: FakeInteraction; to: InboundMessage }> {
+  const ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt });
+  const rest = new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl });
+  await rest.request('POST', `/interactions/${ix.id}/${ix.token}/callback`, { auth: false, body: { type: 5, data: { flags: 0 } } });
+  const to = normaliseCommand({ id: ix.id, token: ix.token, applicationId: fake.ids.app, name: 'ask', prompt, channelId: fake.ids.general, guildId: fake.ids.guild, user: { id: fake.ids.alice, name: 'Alice' } }, Date.now());
+  return { ix, to };
+}
+
+const msg = (id: string) => fake.messages.find((m) => m.id === id)!;
+
+/** About 4,500 characters with a code block across the 2,000 boundary. */
+function longAnswer(): string {
+  const code = Array.from({ length: 60 }, (_, i) => `print("line ${i}")  # ${'='.repeat(20)}`).join('\n');
+  return `Here is the script.\n\n\`\`\`python\n${code}\n\`\`\`\n\n${'That is all it does. '.repeat(90)}`;
+}
+
+describe('DiscordOutbound: mentions and DMs (channel messages)', () => {
+  it('the answer replies to the user\'s message, pinging only that user', async () => {
+    const to = mention();
+    const ids = await outbound().post(to, 'Done: **3 files**. @everyone @here <@&123> <@456> see this', 'answer');
+    expect(ids).toHaveLength(1);
+    const posted = msg(ids[0]!);
+    expect(posted).toMatchObject({ channel_id: fake.ids.general, content: 'Done: **3 files**. @everyone @here <@&123> <@456> see this', message_reference: { message_id: to.replyTo } });
+    expect(posted.pings).toEqual([`replied:${fake.ids.alice}`]);
+    const [req] = fake.calls('POST', /\/messages$/);
+    expect(req!.body.allowed_mentions).toEqual({ parse: [], replied_user: true });
+    expect(req!.body.enforce_nonce).toBe(true);
+  });
+
+  it('a 4,500-character answer goes as ordered pieces under 2,000 with balanced code fences, only the first a reply', async () => {
+    const to = mention();
+    const ids = await outbound().post(to, longAnswer(), 'answer');
+    expect(ids.length).toBe(3);
+    const pieces = ids.map(msg);
+    expect(pieces.map((p) => p.id)).toEqual([...pieces.map((p) => p.id)].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)));
+    for (const p of pieces) {
+      expect(p.content.length).toBeLessThanOrEqual(2000);
+      expect((p.content.match(/^```/gm) ?? []).length % 2).toBe(0);
+      expect(p.pings.filter((x) => !x.startsWith('replied:'))).toEqual([]);
+    }
+    expect(pieces.map((p) => p.message_reference?.message_id)).toEqual([to.replyTo, undefined, undefined]);
+    expect(pieces.map((p) => p.content).join('\n')).toContain('print("line 59")');
+  });
+
+  it('the status message is a reply that pings no one; it is edited in place and removed', async () => {
+    const to = mention();
+    const out = outbound();
+    const [id] = await out.post(to, '• listed 3 files', 'status');
+    expect(msg(id!).pings).toEqual([]);
+    await out.edit(to, id!, '• listed 3 files\n• read notes.md');
+    expect(msg(id!).history).toEqual(['• listed 3 files', '• listed 3 files\n• read notes.md']);
+    await out.remove(to, id!);
+    expect(msg(id!).deleted).toBe(true);
+    await expect(out.remove(to, id!)).resolves.toBeUndefined(); // already gone: 404 is fine
+  });
+
+  it('a POST whose response was lost is sent again with the same nonce and makes one message', async () => {
+    const to = mention();
+    fake.fail({ method: 'POST', path: /^\/channels\/\d+\/messages$/, status: 500, afterWork: true });
+    const ids = await outbound().post(to, 'exactly once', 'answer');
+    const posts = fake.calls('POST', /^\/channels\/\d+\/messages$/);
+    expect(posts.map((p) => p.status)).toEqual([500, 200]);
+    expect(posts[0]!.body.nonce).toBe(posts[1]!.body.nonce);
+    expect(fake.botMessages(fake.ids.general).filter((m) => m.content === 'exactly once').map((m) => m.id)).toEqual(ids);
+  });
+
+  it('honours a 429 on an edit: waits retry_after, then the edit lands once', async () => {
+    const to = mention();
+    const out = outbound();
+    const [id] = await out.post(to, 'step 1', 'status');
+    fake.fail({ method: 'PATCH', path: /^\/channels\/\d+\/messages\/\d+$/, status: 429, retryAfter: 0.25 });
+    await out.edit(to, id!, 'step 2');
+    const patches = fake.calls('PATCH', /^\/channels\/\d+\/messages\/\d+$/);
+    expect(patches.map((p) => p.status)).toEqual([429, 200]);
+    expect(patches[1]!.at - patches[0]!.at).toBeGreaterThanOrEqual(240);
+    expect(msg(id!).history).toEqual(['step 1', 'step 2']);
+  });
+
+  it('shows typing in the channel', async () => {
+    await outbound().typing(mention());
+    expect(fake.calls('POST', /\/typing$/).map((r) => r.path)).toEqual([`/channels/${fake.ids.general}/typing`]);
+  });
+});
+
+describe('DiscordOutbound: slash commands (the interaction webhook)', () => {
+  it('progress edits the deferred response; the answer replaces it and overflows into ordered follow-ups', async () => {
+    const { ix, to } = await deferredAsk();
+    const out = outbound();
+    expect(await out.post(to, '• looking', 'status')).toEqual([ORIGINAL]);
+    await out.edit(to, ORIGINAL, '• looking\n• found it');
+    const ids = await out.post(to, longAnswer(), 'answer');
+    await out.remove(to, ORIGINAL); // the core removes the status message: it is the answer now, so nothing happens
+
+    expect(ids[0]).toBe(ORIGINAL);
+    expect(ids).toHaveLength(3);
+    const original = msg(ix.originalId!);
+    expect(original.deleted).toBe(false);
+    expect(original.history.slice(0, 3)).toEqual(['', '• looking', '• looking\n• found it']);
+    expect(original.content.startsWith('Here is the script.')).toBe(true);
+    expect(ix.followups).toEqual(ids.slice(1));
+    for (const p of [original, ...ix.followups.map(msg)]) {
+      expect(p.content.length).toBeLessThanOrEqual(2000);
+      expect((p.content.match(/^```/gm) ?? []).length % 2).toBe(0);
+      expect(p.pings).toEqual([]);
+    }
+    expect(fake.calls('POST', /^\/channels\//)).toEqual([]);
+    expect(fake.calls('POST', /^\/webhooks\//).every((r) => r.auth === undefined)).toBe(true);
+  });
+
+  it('a failure is an ephemeral line for the user who asked; the deferred response goes away', async () => {
+    const { ix, to } = await deferredAsk();
+    const ids = await outbound().post(to, 'Stopped.', 'notice');
+    expect(ids).toEqual(ix.followups);
+    expect(msg(ix.followups[0]!)).toMatchObject({ content: 'Stopped.', flags: 64 });
+    expect(msg(ix.originalId!).deleted).toBe(true);
+  });
+
+  it('past the token\'s 15 minutes the answer is a channel message naming the user, with no webhook call', async () => {
+    const { to } = await deferredAsk();
+    fake.requests.length = 0;
+    const out = outbound(() => Date.now() + SIXTEEN_MINUTES);
+    const ids = await out.post(to, 'Late but here. @everyone', 'answer');
+    expect(fake.calls('PATCH', /^\/webhooks\//)).toEqual([]);
+    const posted = msg(ids[0]!);
+    expect(posted).toMatchObject({ via: 'channel', channel_id: fake.ids.general, content: `<@${fake.ids.alice}>\nLate but here. @everyone` });
+    expect(posted.message_reference).toBeUndefined();
+    expect(posted.pings).toEqual([`user:${fake.ids.alice}`]);
+    // Edits of the dead deferred response are skipped, not errors.
+    await expect(out.edit(to, ORIGINAL, 'late progress')).resolves.toBeUndefined();
+    expect(fake.calls('PATCH', /^\/webhooks\//)).toEqual([]);
+  });
+
+  it('a token the webhook refuses (401) mid-answer: the rest of the answer continues in the channel, in order', async () => {
+    const { ix, to } = await deferredAsk();
+    fake.fail({ method: 'POST', path: /^\/webhooks\/\d+\/[^/]+$/, status: 401, body: { message: 'Invalid Webhook Token', code: 50027 } });
+    const out = outbound();
+    const ids = await out.post(to, longAnswer(), 'answer');
+    expect(ids[0]).toBe(ORIGINAL);
+    expect(ids.slice(1).map((id) => msg(id).via)).toEqual(['channel', 'channel']);
+    expect(msg(ix.originalId!).content.startsWith('Here is the script.')).toBe(true);
+    const all = [msg(ix.originalId!).content, ...ids.slice(1).map((id) => msg(id).content)].join('\n');
+    expect(all.indexOf('print("line 0")')).toBeLessThan(all.indexOf('print("line 59")'));
+    expect(all.trimEnd().endsWith('That is all it does.')).toBe(true);
+    // The refused interaction is not tried again.
+    const before = fake.calls('PATCH', /^\/webhooks\//).length;
+    await out.edit(to, ORIGINAL, 'more');
+    expect(fake.calls('PATCH', /^\/webhooks\//)).toHaveLength(before);
+  });
+
+  it('no typing for a slash command (its deferred response shows "is thinking…")', async () => {
+    const { to } = await deferredAsk();
+    await outbound().typing(to);
+    expect(fake.calls('POST', /\/typing$/)).toEqual([]);
+  });
+
+  it('ended(): an earlier slash command folded into the turn points at the answer below', async () => {
+    const earlier = await deferredAsk('first');
+    const last = await deferredAsk('second');
+    await redis.set(interactionKey(prefix, earlier.to.id), JSON.stringify(interactionOf(earlier.to)), 'PX', 60_000);
+    await redis.set(interactionKey(prefix, last.to.id), JSON.stringify(interactionOf(last.to)), 'PX', 60_000);
+    const out = outbound();
+    await out.post(last.to, 'Both answered.', 'answer');
+    await out.ended(last.to, { runId: 'r1', state: 'completed', messageIds: [earlier.to.id, last.to.id] });
+    expect(msg(earlier.ix.originalId!).content).toBe(FOLDED_NOTE);
+    expect(msg(last.ix.originalId!).content).toBe('Both answered.');
+  });
+});
+
+describe('DiscordOutbound.download', () => {
+  it('fetches an attachment within the cap', async () => {
+    const a = fake.addAttachment('notes.txt', Buffer.from('hello notes'));
+    const bytes = await outbound().download({ name: 'notes.txt', ref: a.url, size: a.size }, 1_000, AbortSignal.timeout(5_000));
+    expect(Buffer.from(bytes).toString()).toBe('hello notes');
+  });
+
+  it('refuses past the cap, and refuses hosts that are not Discord\'s', async () => {
+    const a = fake.addAttachment('big.bin', Buffer.alloc(5_000, 1));
+    await expect(outbound().download({ name: 'big.bin', ref: a.url }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/larger than the 1000-byte limit/);
+    await expect(outbound().download({ name: 'x', ref: 'http://example.com/x' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/not a Discord attachment host/);
+  });
+});
