@@ -76,6 +76,8 @@ export interface FakeSlack {
     connections: number;
     send(payload: unknown, type?: string, retryAttempt?: number): string;
     acks: { envelope_id: string; payload?: unknown }[];
+    /** Cuts every socket, as when Slack recycles a connection without a `disconnect` message. */
+    drop(): void;
   };
   close(): Promise<void>;
 }
@@ -252,6 +254,9 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         return envelope_id;
       },
       acks,
+      drop() {
+        for (const ws of sockets) ws.terminate();
+      },
     },
     async close() {
       for (const ws of sockets) ws.terminate();

@@ -51,6 +51,9 @@ export class DeferredAckSocketReceiver implements Receiver {
     client.on('connected', () => onState('connected'));
     client.on('reconnecting', () => onState('disconnected', 'Socket Mode reconnecting'));
     client.on('disconnected', () => onState('disconnected', 'Socket Mode disconnected'));
+    // A socket error usually means the connection is gone; the client only notices at its next
+    // ping timeout, and until it reconnects readiness must not claim "connected".
+    client.on('error', (err: unknown) => onState('disconnected', `Socket Mode error: ${err instanceof Error ? err.name : String(err)}`));
   }
 
   init(app: App): void {

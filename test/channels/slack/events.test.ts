@@ -341,3 +341,22 @@ describe('slack thread follow-ups (SLACK_THREAD_FOLLOWUPS=1)', () => {
     expect(s.fake.requests).toHaveLength(2);
   });
 });
+
+describe('slack with a bad bot token', () => {
+  let stack: Stack | undefined;
+  let slack: FakeSlack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    await slack?.close();
+  });
+
+  it('the gateway still starts; readiness says why Slack is not connected', async () => {
+    slack = await startFakeSlack();
+    stack = await startStack('slack-badtoken', { SLACK_BOT_TOKEN: 'xoxb-revoked', SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl });
+    const res = await fetch(`${stack.baseUrl}/readyz`);
+    expect(res.status).toBe(503);
+    const body = await res.json();
+    expect(body.channels.slack).toEqual({ connected: false, detail: 'auth.test failed: invalid_auth (check SLACK_BOT_TOKEN)' });
+    expect(body.problems).toContain('slack: auth.test failed: invalid_auth (check SLACK_BOT_TOKEN)');
+  });
+});

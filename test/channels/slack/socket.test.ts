@@ -112,5 +112,12 @@ describe('slack Socket Mode against a fake Slack (apps.connections.open + WebSoc
     await waitFor('settled', async () => (await s.queue.getJobCounts('completed')).completed === 1);
     expect(s.fake.requests).toHaveLength(1);
     expect(answers(fake)).toHaveLength(1);
+
+    // A cut connection shows in readiness, and the client reconnects with a fresh apps.connections.open.
+    fake.socket.drop();
+    await waitFor('readiness to show the drop', async () => (await ready())?.connected === false);
+    expect((await ready()).detail).toMatch(/^Socket Mode (error|reconnecting|disconnected)/);
+    await waitFor('the reconnection', async () => (await ready())?.connected === true, 20_000);
+    expect(fake.callsOf('apps.connections.open').length).toBeGreaterThanOrEqual(2);
   });
 });
