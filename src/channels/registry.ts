@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import type { Intake } from './intake.js';
 import type { OutboundAdapter } from './types.js';
+import { telegramModule } from './telegram/module.js';
 import { slackChannel } from './slack/module.js';
 import { discordChannel } from './discord/module.js';
 
@@ -51,4 +52,4 @@ export interface ChannelModule {
 }
 
 /** Platform channels; each lives in src/channels/<name>/ and is enabled by its configuration. */
-export const CHANNELS: readonly ChannelModule[] = [slackChannel, discordChannel];
+export const CHANNELS: readonly ChannelModule[] = [slackChannel, telegramModule, discordChannel];
