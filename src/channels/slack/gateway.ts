@@ -8,7 +8,7 @@ import type { Intake } from '../intake.js';
 import { sessionKeyOf } from '../session-key.js';
 import type { InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
-import { engagedThreadKey } from './ids.js';
+import { commandReplyKey, engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
 import { slackLogger } from './logger.js';
@@ -17,6 +17,8 @@ import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transpor
 export const ASK_COMMAND = '/ask';
 const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`, `/ask stop`, `/ask reset`.';
 const IDENTITY_RETRY_MS = [1_000, 5_000, 15_000, 60_000];
+/** As long as the producer remembers queued events. */
+const COMMAND_REPLY_TTL_SECONDS = 24 * 3600;
 
 /**
  * What the gateway hands this channel (the registry's GatewayContext, typed here by what it
@@ -171,7 +173,10 @@ export class SlackGateway {
     log.debug({ text: message.text }, 'slack message');
     const result = await this.ctx.intake.accept(message);
     log.info({ eventId: message.eventId, session: result.session, trigger: trigger.kind, result: result.kind }, 'slack event');
-    if (result.kind === 'command') this.replyDetached(message, result.reply);
+    if (result.kind !== 'command') return;
+    const first = await this.ctx.redis.set(commandReplyKey(this.ctx.prefix, message.eventId), '1', 'EX', COMMAND_REPLY_TTL_SECONDS, 'NX');
+    if (first === 'OK') this.replyDetached(message, result.reply);
+    else log.info({ eventId: message.eventId }, 'command already answered');
   }
 
   /** /ask: the text of the ephemeral acknowledgement. */

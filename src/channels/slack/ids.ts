@@ -43,3 +43,11 @@ export function engagedThreadKey(prefix: string, channel: string, thread: string
 export function sentKey(prefix: string, digest: string): string {
   return `${prefix}:slack:sent:${digest}`;
 }
+
+/**
+ * A chat command answered at once (not queued, so not de-duplicated by the producer): its reply
+ * is posted only by the first copy of the message (a retry or the app_mention + message twin).
+ */
+export function commandReplyKey(prefix: string, eventId: string): string {
+  return `${prefix}:slack:command:${eventId}`;
+}

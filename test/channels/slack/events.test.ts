@@ -257,12 +257,16 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(stack.fake.requests).toHaveLength(1);
   });
 
-  it('a command in a mention (/status) is answered in the thread at once and starts no run', async () => {
+  it('a command in a mention (/status) is answered in the thread at once, once, and starts no run', async () => {
     const { stack, slack } = await start('slack-cmd');
     const ts = nextTs();
-    expect((await postEvent(stack.baseUrl, eventCallback(appMention(CHANNEL, ts, '/status')))).status).toBe(200);
+    const mention = appMention(CHANNEL, ts, '/status');
+    expect((await postEvent(stack.baseUrl, eventCallback(mention))).status).toBe(200);
+    // Its message twin is judged a duplicate: the command is answered once.
+    expect((await postEvent(stack.baseUrl, eventCallback({ ...mention, type: 'message', channel_type: 'channel' }))).status).toBe(200);
     await waitFor('the status reply', () => answers(slack).length === 1);
     expect(answers(slack)[0]).toMatchObject({ channel: CHANNEL, thread_ts: ts, text: 'No run is active.' });
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
     await nothingQueued(stack);
     expect(stack.fake.requests).toHaveLength(0);
   });
