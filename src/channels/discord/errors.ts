@@ -68,3 +68,18 @@ export function classify(route: string, status: number, body: unknown, retryAfte
 export function interactionGone(err: unknown): boolean {
   return err instanceof DiscordApiError && (err.status === 401 || err.status === 404);
 }
+
+/**
+ * An error as it may be logged. discord.js's REST errors carry the request URL and body as
+ * properties (an interaction's URL contains its token), so only these fields are kept.
+ */
+export function safeError(err: unknown): { name: string; message: string; status?: number; code?: number | string } {
+  if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
+  const { status, code } = err as { status?: unknown; code?: unknown };
+  return {
+    name: err.name,
+    message: err.message,
+    ...(typeof status === 'number' && { status }),
+    ...((typeof code === 'number' || typeof code === 'string') && { code }),
+  };
+}

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import { Client, Events, GatewayIntentBits, Options, Partials } from 'discord.js';
 import type { Logger } from '../../log.js';
-import { DiscordApiError } from './errors.js';
+import { DiscordApiError, safeError } from './errors.js';
 import type { DiscordHandlers } from './handlers.js';
 import type { DiscordRest } from './rest.js';
 import { registerCommands } from './slash.js';
@@ -69,7 +69,7 @@ export class DiscordGateway {
 
   async start(): Promise<void> {
     this.state = { connected: false, detail: 'connecting to the Discord gateway' };
-    void this.connectLoop().catch((err: unknown) => this.options.log.error({ err }, 'discord connect loop failed'));
+    void this.connectLoop().catch((err: unknown) => this.options.log.error({ err: safeError(err) }, 'discord connect loop failed'));
   }
 
   async stop(): Promise<void> {
@@ -95,7 +95,7 @@ export class DiscordGateway {
         if (this.stopped) return;
         const { detail, fatal } = describeFailure(this.lastCloseCode, err);
         this.state = { connected: false, detail };
-        log.error({ err: err instanceof Error ? err.message : String(err), retryInMs: fatal ? undefined : wait }, `discord: ${detail}`);
+        log.error({ err: safeError(err), retryInMs: fatal ? undefined : wait }, `discord: ${detail}`);
         if (fatal) return;
         await new Promise((resolve) => {
           const timer = setTimeout(resolve, wait);
@@ -116,7 +116,7 @@ export class DiscordGateway {
       log.info({ scope: guildId ? `guild ${guildId}` : 'global', result }, 'slash commands registered');
     } catch (err) {
       if (err instanceof DiscordApiError && err.status === 401) throw err;
-      log.error({ err: err instanceof Error ? err.message : String(err) }, 'could not register the slash commands (mentions and DMs still work); is the applications.commands scope granted?');
+      log.error({ err: safeError(err) }, 'could not register the slash commands (mentions and DMs still work); is the applications.commands scope granted?');
     }
   }
 
@@ -154,8 +154,8 @@ export class DiscordGateway {
       this.state = { connected: false, detail };
       log.error({ code: event.code }, `discord: ${detail}`);
     });
-    client.on(Events.ShardError, (err) => log.warn({ err: err.message }, 'discord gateway error'));
-    client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
+    client.on(Events.ShardError, (err) => log.warn({ err: safeError(err) }, 'discord gateway error'));
+    client.on(Events.Error, (err) => log.error({ err: safeError(err) }, 'discord client error'));
     // Every dispatch from the gateway, whatever it is: readiness shows when the last one arrived.
     (client as unknown as EventEmitter).on('raw', () => {
       this.lastEventAt = Date.now();
@@ -164,11 +164,11 @@ export class DiscordGateway {
       const me = client.user;
       if (!me) return;
       const roleId = message.guild?.roles.botRoleFor(me)?.id;
-      void handlers.onMessage(message, { id: me.id, name: me.username, ...(roleId && { roleId }) }).catch((err: unknown) => log.error({ err, eventId: message.id }, 'discord message handler failed'));
+      void handlers.onMessage(message, { id: me.id, name: me.username, ...(roleId && { roleId }) }).catch((err: unknown) => log.error({ err: safeError(err), eventId: message.id }, 'discord message handler failed'));
     });
     client.on(Events.InteractionCreate, (interaction) => {
       if (!interaction.isChatInputCommand()) return;
-      void handlers.onCommand(interaction, client.user?.username ?? '').catch((err: unknown) => log.error({ err, eventId: interaction.id }, 'discord command handler failed'));
+      void handlers.onCommand(interaction, client.user?.username ?? '').catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord command handler failed'));
     });
   }
 }

@@ -6,6 +6,7 @@ import type { Intake } from '../intake.js';
 import { sessionKeyOf } from '../session-key.js';
 import type { InboundMessage, OutboundAdapter } from '../types.js';
 import { INTERACTION_TOKEN_MS, interactionKey, interactionOf } from './ids.js';
+import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
 import { commandView, messageView } from './views.js';
 
@@ -39,8 +40,8 @@ export class DiscordHandlers {
       const result = await this.deps.intake.accept(inbound, bot.name);
       if (result.kind === 'command') await this.deps.out.post(inbound, result.reply, 'answer');
     } catch (err) {
-      log.error({ err, eventId: inbound.eventId }, 'could not take a Discord message');
-      await this.deps.out.post(inbound, QUEUE_FAILED, 'notice').catch((e: unknown) => log.warn({ err: e }, 'could not tell the user'));
+      log.error({ err: safeError(err), eventId: inbound.eventId }, 'could not take a Discord message');
+      await this.deps.out.post(inbound, QUEUE_FAILED, 'notice').catch((e: unknown) => log.warn({ err: safeError(e) }, 'could not tell the user'));
     }
   }
 
@@ -65,7 +66,7 @@ export class DiscordHandlers {
           return void (await ephemeral(interaction, unknownCommandText(view.name)));
       }
     } catch (err) {
-      log.error({ err, eventId: view.id, command: view.name }, 'slash command failed');
+      log.error({ err: safeError(err), eventId: view.id, command: view.name }, 'slash command failed');
       if (interaction.deferred) await interaction.editReply({ content: QUEUE_FAILED, allowedMentions: { parse: [] } }).catch(() => undefined);
       else if (!interaction.replied) await ephemeral(interaction, QUEUE_FAILED).catch(() => undefined);
     }
@@ -78,7 +79,7 @@ export class DiscordHandlers {
       await interaction.deferReply();
     } catch (err) {
       // The answer still arrives: past a dead interaction it goes to the channel.
-      log.warn({ err, eventId: message.eventId }, 'could not defer the slash command');
+      log.warn({ err: safeError(err), eventId: message.eventId }, 'could not defer the slash command');
     }
     log.debug({ eventId: message.eventId, text: message.text }, 'slash command text');
     // Kept for the token's life, so a turn that folds this command into a later one can still point its response at the answer.

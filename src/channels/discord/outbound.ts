@@ -3,7 +3,7 @@ import type { Logger } from '../../log.js';
 import { splitMessage } from '../../delivery/chunk.js';
 import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
 import { downloadAttachment } from './download.js';
-import { DiscordApiError, interactionGone } from './errors.js';
+import { DiscordApiError, interactionGone, safeError } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
 import { interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, type InteractionRef } from './ids.js';
 import type { DiscordRest } from './rest.js';
@@ -110,7 +110,7 @@ export class DiscordOutbound implements OutboundAdapter {
       if (!raw) continue;
       const ref = JSON.parse(raw) as InteractionRef;
       if (!this.usable(ref)) continue;
-      await this.hook(ref, () => this.editOriginal(ref, FOLDED_NOTE)).catch((err: unknown) => this.log.warn({ err, eventId: ref.id }, 'could not point a folded slash command at its answer'));
+      await this.hook(ref, () => this.editOriginal(ref, FOLDED_NOTE)).catch((err: unknown) => this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not point a folded slash command at its answer'));
     }
   }
 
@@ -152,7 +152,7 @@ export class DiscordOutbound implements OutboundAdapter {
         ids.push(posted.id);
       }
       await this.hook(ref, () => this.rest.request('DELETE', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false })).catch((err: unknown) =>
-        this.log.warn({ err, eventId: ref.id }, 'could not delete the deferred response'),
+        this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not delete the deferred response'),
       );
       return ids;
     }

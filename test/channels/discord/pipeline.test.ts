@@ -216,6 +216,12 @@ describe('Discord: mentions and DMs', () => {
     expect(fake.botMessages(fake.ids.dmAlice)[0]).toMatchObject({ content: 'Hello Alice.', message_reference: { message_id: dm.id } });
     const job = await waitFor('the completed job', async () => (await stack.queue.getJobs(['completed'])).at(0));
     expect(job!.data.session).toBe(`discord:${fake.ids.dmAlice}`);
+    // A chat command typed as text is answered at once, as a reply, without a run.
+    const status = fake.userMessage({ channel: fake.ids.dmAlice, content: '/status' });
+    await waitFor('the /status reply', () => fake.botMessages(fake.ids.dmAlice).length === 2, 15_000);
+    expect(fake.botMessages(fake.ids.dmAlice)[1]!.content).toMatch(/^No run is active\. Last run: completed/);
+    expect(fake.botMessages(fake.ids.dmAlice)[1]!.message_reference?.message_id).toBe(status.id);
+    expect(stack.fake.requests).toHaveLength(1);
   }, 40_000);
 
   it('the bot\'s own and other bots\' messages start nothing; a reply to the bot does', async () => {

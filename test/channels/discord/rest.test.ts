@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classify, DiscordApiError, DiscordNetworkError, DiscordRateLimitError, interactionGone, redactRoute } from '../../../src/channels/discord/errors.js';
+import { DiscordAPIError } from 'discord.js';
+import { classify, DiscordApiError, DiscordNetworkError, DiscordRateLimitError, interactionGone, redactRoute, safeError } from '../../../src/channels/discord/errors.js';
 import { DiscordRest, withRetries } from '../../../src/channels/discord/rest.js';
 import { registerCommands, sameCommands, SLASH_COMMANDS } from '../../../src/channels/discord/slash.js';
 import { startFakeDiscord, type FakeDiscord } from '../../fakes/discord-server.js';
@@ -70,6 +71,13 @@ describe('classify and redaction', () => {
     expect(e.message).toBe('PATCH /webhooks/1/:token/messages/@original → 401 (50027): Invalid Webhook Token');
     expect(interactionGone(e)).toBe(true);
     expect(interactionGone(classify('r', 403, { message: 'Missing Access', code: 50001 }, null))).toBe(false);
+  });
+
+  it('logs a discord.js REST error without its URL (which holds the interaction token)', () => {
+    const url = 'https://discord.com/api/v10/interactions/123/secret-token/callback';
+    const e = new DiscordAPIError({ message: 'Unknown interaction', code: 10062 }, 10062, 404, 'POST', url, { body: { type: 5 } });
+    expect(JSON.stringify(e)).toContain('secret-token');
+    expect(safeError(e)).toEqual({ name: 'DiscordAPIError[10062]', message: 'Unknown interaction', status: 404, code: 10062 });
   });
 
   it('never names an interaction token in a route', () => {
