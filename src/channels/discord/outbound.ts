@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
+import type { FailureReason } from '../../agent/types.js';
 import { splitMessage } from '../../delivery/chunk.js';
+import { honestLine } from '../../delivery/honest-line.js';
 import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
 import { downloadAttachment } from './download.js';
 import { DiscordApiError, interactionGone, safeError } from './errors.js';
@@ -13,6 +15,12 @@ const EPHEMERAL = 1 << 6;
 const NO_PINGS = { parse: [] as string[] };
 
 export const FOLDED_NOTE = '↪ Answered together with the messages that came after this one (see below).';
+
+/** What an earlier slash command of a folded turn shows once the turn has ended. */
+export function foldedNote(outcome: Pick<DeliveredOutcome, 'state' | 'reason'>): string {
+  if (outcome.state === 'completed') return FOLDED_NOTE;
+  return `↪ Handled together with the messages that came after this one. ${honestLine(outcome.reason as FailureReason | undefined)}`;
+}
 
 interface Posted {
   id: string;
@@ -99,7 +107,7 @@ export class DiscordOutbound implements OutboundAdapter {
 
   /**
    * Slash commands folded into this turn before its last message still show "is thinking…":
-   * their deferred responses now point at the answer below.
+   * their deferred responses now point at the answer below (or say how the turn ended).
    */
   async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
     this.gone.delete(to.eventId);
@@ -110,7 +118,7 @@ export class DiscordOutbound implements OutboundAdapter {
       if (!raw) continue;
       const ref = JSON.parse(raw) as InteractionRef;
       if (!this.usable(ref)) continue;
-      await this.hook(ref, () => this.editOriginal(ref, FOLDED_NOTE)).catch((err: unknown) => this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not point a folded slash command at its answer'));
+      await this.hook(ref, () => this.editOriginal(ref, foldedNote(outcome))).catch((err: unknown) => this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not point a folded slash command at its answer'));
     }
   }
 

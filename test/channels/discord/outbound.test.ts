@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { DiscordOutbound, FOLDED_NOTE } from '../../../src/channels/discord/outbound.js';
+import { DiscordOutbound, FOLDED_NOTE, foldedNote } from '../../../src/channels/discord/outbound.js';
 import { DiscordRest } from '../../../src/channels/discord/rest.js';
 import { interactionKey, interactionOf, ORIGINAL } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
@@ -213,6 +213,15 @@ describe('DiscordOutbound: slash commands (the interaction webhook)', () => {
     await out.ended(last.to, { runId: 'r1', state: 'completed', messageIds: [earlier.to.id, last.to.id] });
     expect(msg(earlier.ix.originalId!).content).toBe(FOLDED_NOTE);
     expect(msg(last.ix.originalId!).content).toBe('Both answered.');
+  });
+
+  it('ended(): when the folded turn did not complete, the earlier command says so', async () => {
+    const earlier = await deferredAsk('first');
+    const last = await deferredAsk('second');
+    await redis.set(interactionKey(prefix, earlier.to.id), JSON.stringify(interactionOf(earlier.to)), 'PX', 60_000);
+    await outbound().ended(last.to, { runId: 'r2', state: 'cancelled', reason: 'cancelled', messageIds: [earlier.to.id, last.to.id] });
+    expect(msg(earlier.ix.originalId!).content).toBe('↪ Handled together with the messages that came after this one. Stopped.');
+    expect(foldedNote({ state: 'failed', reason: 'model_error' })).toContain('I could not get an answer from the model');
   });
 });
 
