@@ -16,6 +16,8 @@ export const PIECE_LIMIT = 4000;
 export const EDIT_INTERVAL_MS = 1000;
 /** A chat action shows for about 5 s; refreshed a little before it fades. */
 export const TYPING_INTERVAL_MS = 4500;
+/** Longest a post waits for a chat's flood wait before trying anyway (the retry helper has the same cap per 429). */
+const MAX_FLOOD_WAIT_MS = 300_000;
 
 export interface TelegramOutboundOptions {
   token: string;
@@ -119,7 +121,7 @@ export class TelegramOutbound implements OutboundAdapter {
   private async send(to: InboundMessage, text: string, how: { html: boolean; notify: boolean; reply: boolean }): Promise<string> {
     const chatId = chatIdOf(to);
     const flooded = this.pacer.floodWaitMs(chatId);
-    if (flooded > 0) await sleep(flooded);
+    if (flooded > 0) await sleep(Math.min(flooded, MAX_FLOOD_WAIT_MS));
     const thread = threadIdOf(to);
     const replyTo = how.reply && isGroup(to) && to.replyTo !== undefined ? Number(to.replyTo) : undefined;
     const message = await withTelegramRetries(
@@ -130,7 +132,7 @@ export class TelegramOutbound implements OutboundAdapter {
           ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
           ...(!how.notify && { disable_notification: true, link_preview_options: { is_disabled: true } }),
         }),
-      { idempotent: false, onWait: (failure, ms) => this.noteWait(chatId, 'sendMessage', failure, ms) },
+      { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS, onWait: (failure, ms) => this.noteWait(chatId, 'sendMessage', failure, ms) },
     );
     return String(message.message_id);
   }
