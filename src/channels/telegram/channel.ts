@@ -8,7 +8,7 @@ import type { IntakeResult } from '../intake.js';
 import { COMMANDS, parseCommand } from '../commands.js';
 import type { InboundMessage } from '../types.js';
 import { CLOUD_DOWNLOAD_LIMIT } from './download.js';
-import { describeTelegramError, grammySignal, sleep, withTelegramRetries } from './errors.js';
+import { describeTelegramError, grammySignal, redactNetworkErrors, sleep, withTelegramRetries } from './errors.js';
 import { botIdOf } from './ids.js';
 import { ASK_COMMAND, normaliseMessage, type BotIdentity } from './inbound.js';
 import { PollingLease } from './lease.js';
@@ -78,6 +78,7 @@ export class TelegramChannel {
     const { settings } = deps;
     this.log = deps.log;
     this.bot = new Bot(settings.token, { client: { ...(settings.apiRoot && { apiRoot: settings.apiRoot }) } });
+    this.bot.api.config.use(redactNetworkErrors);
     this.bot.on('message', (ctx) => this.onMessage(ctx.message, ctx.update.update_id));
     if (settings.webhookUrl) {
       // Mounted now: the gateway adds routes before it listens, and starts channels after.
@@ -94,7 +95,7 @@ export class TelegramChannel {
     this.status = { connected: false, detail: 'connecting to Telegram (getMe)' };
     this.starting = this.connect().catch((err: unknown) => {
       if (this.stopping.signal.aborted) return;
-      this.log.error({ err }, 'telegram channel failed to start');
+      this.log.error({ error: describeTelegramError(err) }, 'telegram channel failed to start');
       this.status = { connected: false, detail: `failed to start: ${describeTelegramError(err)}` };
     });
     return Promise.resolve();

@@ -1,4 +1,4 @@
-import { GrammyError, HttpError } from 'grammy';
+import { GrammyError, HttpError, type Transformer } from 'grammy';
 
 /**
  * What a failed Bot API call means for the next decision. One function maps grammY's errors
@@ -121,3 +121,19 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** grammY types its signals with the abort-controller shim; a native AbortSignal is what node-fetch checks for at run time. */
 export type GrammySignal = NonNullable<Parameters<import('grammy').Api['getMe']>[0]>;
 export const grammySignal = (signal: AbortSignal): GrammySignal => signal as unknown as GrammySignal;
+
+/**
+ * A grammY transformer that strips the underlying fetch error from a failed request: node-fetch
+ * puts the request URL, which holds the bot token, in its message, and a logged error object
+ * would carry it. What is kept is the error code the classification needs.
+ */
+export const redactNetworkErrors: Transformer = async (prev, method, payload, signal) => {
+  try {
+    return await prev(method, payload, signal);
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err;
+    const inner = err.error as { code?: string; errno?: string; name?: string } | undefined;
+    const code = inner?.code ?? inner?.errno;
+    throw new HttpError(err.message, Object.assign(new Error(code ?? inner?.name ?? 'network error'), code === undefined ? {} : { code }));
+  }
+};

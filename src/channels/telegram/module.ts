@@ -5,6 +5,7 @@ import type { Config } from '../../config/config.js';
 import type { Logger } from '../../log.js';
 import type { Intake } from '../intake.js';
 import { TelegramChannel, type TelegramGatewayDeps } from './channel.js';
+import { redactNetworkErrors } from './errors.js';
 import { PLATFORM } from './ids.js';
 import { TelegramOutbound } from './outbound.js';
 
@@ -25,7 +26,9 @@ const apiRootOf = (settings: Settings) => (settings.apiRoot ?? DEFAULT_API_ROOT)
 function outboundFor(config: Config, log: Logger): TelegramOutbound {
   const settings = settingsOf(config);
   const apiRoot = apiRootOf(settings);
-  return new TelegramOutbound(new Api(settings.token, { apiRoot }), { token: settings.token, apiRoot, log });
+  const api = new Api(settings.token, { apiRoot });
+  api.config.use(redactNetworkErrors);
+  return new TelegramOutbound(api, { token: settings.token, apiRoot, log });
 }
 
 /**

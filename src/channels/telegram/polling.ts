@@ -60,7 +60,7 @@ export class Poller {
     this.stopped = false;
     this.stopWait = new AbortController();
     this.loop = this.run().catch((err: unknown) => {
-      this.options.log.error({ err }, 'telegram poller stopped unexpectedly');
+      this.options.log.error({ error: describeTelegramError(err) }, 'telegram poller stopped unexpectedly');
       this.state = { connected: false, detail: `poller stopped: ${describeTelegramError(err)}` };
     });
   }

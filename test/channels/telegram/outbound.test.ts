@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Api } from 'grammy';
+import { pino } from 'pino';
 import { createLogger } from '../../../src/log.js';
+import { parseEnv } from '../../../src/config/load.js';
+import { deriveConfig } from '../../../src/config/config.js';
+import { telegramModule } from '../../../src/channels/telegram/module.js';
 import { TelegramOutbound } from '../../../src/channels/telegram/outbound.js';
 import type { InboundMessage } from '../../../src/channels/types.js';
 import { startFakeTelegram, parseTelegramHtml, TOKEN, type FakeTelegram } from '../../fakes/telegram-server.js';
@@ -163,5 +167,18 @@ describe('telegram outbound against a fake Bot API', () => {
     expect(err).toBeInstanceOf(Error);
     expect(err.message).toContain('401: Unauthorized');
     expect(err.message).not.toContain('wrong');
+  });
+});
+
+describe('telegram outbound built by the module', () => {
+  it('a network failure never puts the bot token into a logged error', async () => {
+    const config = deriveConfig(parseEnv({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: 'http://127.0.0.1:9' }));
+    const adapter = telegramModule.outbound({ config, log: createLogger('silent') });
+    const err = await adapter.typing!(to()).catch((e: unknown) => e);
+    const lines: string[] = [];
+    pino({}, { write: (s: string) => void lines.push(s) }).warn({ err }, 'typing indicator failed');
+    expect(lines[0]).toContain('ECONNREFUSED');
+    expect(lines[0]).toContain("Network request for 'sendChatAction' failed!");
+    expect(lines[0]).not.toContain(TOKEN.split(':')[1]);
   });
 });
