@@ -18,7 +18,9 @@ const HOW_TO_GET_REDIS =
   'install it (Debian/Ubuntu: apt install redis-server; macOS: brew install redis) or run `docker compose up -d redis`, or set REDIS_URL';
 
 async function answers(url: string, timeoutMs = 1_000): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, retryStrategy: () => null });
+  // A cluster's seed node answers PING like any Redis.
+  const plain = url.replace('+cluster', '');
+  const client = new Redis(plain, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, retryStrategy: () => null });
   client.on('error', () => {});
   try {
     await client.connect();

@@ -32,8 +32,8 @@ export const envSchema = z
   .object({
     REDIS_URL: url('a Redis URL such as redis://127.0.0.1:6379').refine(
       // An unparsable URL is already reported by the check above (one line per variable).
-      (v) => !URL.canParse(v) || /^rediss?:$/.test(new URL(v).protocol),
-      'must start with redis:// or rediss://',
+      (v) => !URL.canParse(v) || /^rediss?(\+cluster)?:$/.test(new URL(v).protocol),
+      'must start with redis://, rediss:// or redis+cluster:// (a seed node of a Redis Cluster)',
     ).optional(),
     OPENAI_API_KEY: optionalText('an API key'),
     OPENAI_BASE_URL: url('an OpenAI-compatible /v1 base URL').optional(),

@@ -107,7 +107,7 @@ describe('defaults', () => {
 
 describe('one clear line per wrong value', () => {
   const CASES: Array<[Record<string, string>, string, RegExp]> = [
-    [{ REDIS_URL: 'http://x' }, 'REDIS_URL', /must start with redis:\/\/ or rediss:\/\/ \(got "http:\/\/x"\)$/],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL', /must start with redis:\/\/, rediss:\/\/ or redis\+cluster:\/\/ \(a seed node of a Redis Cluster\) \(got "http:\/\/x"\)$/],
     [{ REDIS_URL: 'notaurl' }, 'REDIS_URL', /must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379 \(an absolute URL such as http:\/\/host:port\) \(got "notaurl"\)$/],
     [{ OPENAI_BASE_URL: 'nope' }, 'OPENAI_BASE_URL', /must be an OpenAI-compatible \/v1 base URL \(an absolute URL such as http:\/\/host:port\) \(got "nope"\)$/],
     [{ PORT: 'abc' }, 'PORT', /must be a whole number from 0 to 65535 \(got "abc"\)$/],
@@ -163,7 +163,7 @@ describe('one clear line per wrong value', () => {
     const all = lines.join('\n');
     for (const value of Object.values(secrets)) expect(all).not.toContain(value);
     expect(all).not.toContain('hunter2');
-    expect(lines.find((l) => l.startsWith('config: REDIS_URL'))).toBe('config: REDIS_URL must start with redis:// or rediss:// (got "http://…@redis.example:6379")');
+    expect(lines.find((l) => l.startsWith('config: REDIS_URL'))).toBe('config: REDIS_URL must start with redis://, rediss:// or redis+cluster:// (a seed node of a Redis Cluster) (got "http://…@redis.example:6379")');
   });
 
   it('a blank (whitespace-only) key is a wrong value, and its value is not shown', () => {

@@ -1,0 +1,118 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Intake } from '../src/channels/intake.js';
+import { terminalMessage } from '../src/channels/terminal/inbound.js';
+import { createLogger } from '../src/log.js';
+import { SessionControl } from '../src/queue/control.js';
+import { SessionKeys } from '../src/queue/keys.js';
+import { Producer } from '../src/queue/producer.js';
+import { createRunQueue } from '../src/queue/run-queue.js';
+import { connectRedis, isClusterUrl } from '../src/queue/connection.js';
+import type { RunResult } from '../src/queue/job-data.js';
+import { spawnNode, spawnWorker, waitFor, type Spawned } from '../test/helpers/processes.js';
+import { dropPrefix } from '../test/helpers/redis.js';
+import { closedLoop, Completions } from './load.js';
+import { summarise, type LatencySummary } from './stats.js';
+
+export interface LoadShape {
+  sessions: number;
+  perSession: number;
+}
+
+const quiet = createLogger('silent');
+let seq = 0;
+const prefixFor = (what: string) => `{bench-${what}-${process.pid}-${++seq}}`;
+
+/**
+ * Switchboard's own path for a one-call turn: the gateway's intake (inbox append + run job),
+ * a worker process claiming, calling the model, committing and delivering (terminal channel:
+ * a Redis stream), then the job completing. `workers` processes share the load.
+ */
+export async function measurePipeline(
+  redisUrl: string,
+  modelUrl: string,
+  shape: LoadShape,
+  workers: number,
+  concurrencyPerWorker: number,
+): Promise<LatencySummary & { lost: number }> {
+  const prefix = prefixFor('pipe');
+  const workspaceRoot = await mkdtemp(join(tmpdir(), 'sb-bench-'));
+  const procs: Spawned[] = await Promise.all(
+    Array.from({ length: workers }, () =>
+      spawnWorker({
+        REDIS_URL: redisUrl,
+        QUEUE_PREFIX: prefix,
+        OPENAI_BASE_URL: modelUrl,
+        OPENAI_API_KEY: 'bench',
+        AGENT_MODEL: 'fake-model',
+        WORKSPACE_ROOT: workspaceRoot,
+        WORKER_CONCURRENCY: String(concurrencyPerWorker),
+      }),
+    ),
+  );
+  const redis = connectRedis(redisUrl, 'bench');
+  const keys = new SessionKeys(prefix, 'runs');
+  const config = { prefix, name: 'runs', concurrency: 1, lockDurationMs: 30_000, stalledIntervalMs: 15_000, reconcileIntervalMs: 30_000, foldMax: 10 };
+  const queue = createRunQueue(config, redis);
+  const intake = new Intake(new Producer(redis, queue, keys), new SessionControl(redis, keys), quiet);
+  // From the start of the (fresh) event stream: '$' would lose events written before the first read.
+  const eventsConnection = connectRedis(redisUrl, 'bench-events');
+  const events = new QueueEvents('runs', { connection: eventsConnection, prefix, lastEventId: '0' });
+  await events.waitUntilReady();
+  const completions = new Completions();
+  events.on('completed', ({ returnvalue }) => {
+    const result = (typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue) as RunResult;
+    for (const id of result.messageIds) completions.done(id);
+  });
+  try {
+    const { latencies, seconds } = await closedLoop(shape.sessions, shape.perSession, async (s, i) => {
+      const message = terminalMessage(`bench-${s}`, `message ${i} of session ${s}`, 'bench');
+      const done = completions.wait(message.id);
+      await intake.accept(message);
+      await done;
+    });
+    const counts = await queue.getJobCounts('completed', 'failed', 'waiting', 'active');
+    return { ...summarise(latencies, seconds), lost: shape.sessions * shape.perSession - (counts.completed ?? 0) };
+  } finally {
+    await events.close();
+    eventsConnection.disconnect();
+    for (const p of procs) p.kill('SIGTERM');
+    await Promise.all(procs.map((p) => p.exited));
+    await queue.close();
+    // A cluster is thrown away whole; a shared Redis is cleaned key by key.
+    if (!isClusterUrl(redisUrl)) await dropPrefix(redis, prefix);
+    redis.disconnect();
+  }
+}
+
+/** The floor: raw BullMQ add → empty processor in a worker process → completed, same shape. */
+export async function measureFloor(redisUrl: string, shape: LoadShape, workers: number, concurrencyPerWorker: number): Promise<LatencySummary> {
+  const prefix = prefixFor('floor');
+  const procs = Array.from({ length: workers }, () => spawnNode('bench/floor-worker.ts', ['floor', prefix, String(concurrencyPerWorker)], { REDIS_URL: redisUrl }));
+  await Promise.all(procs.map((p) => waitFor('floor worker', () => p.stdout().includes('ready'), 20_000)));
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue('floor', { connection: redis, prefix });
+  const eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const events = new QueueEvents('floor', { connection: eventsConnection, prefix, lastEventId: '0' });
+  await events.waitUntilReady();
+  const completions = new Completions();
+  events.on('completed', ({ jobId }) => completions.done(jobId));
+  try {
+    const { latencies, seconds } = await closedLoop(shape.sessions, shape.perSession, async (s, i) => {
+      const job = await queue.add('job', { s, i }, { removeOnComplete: { count: 5_000 } });
+      await completions.wait(job.id!);
+    });
+    return summarise(latencies, seconds);
+  } finally {
+    await events.close();
+    eventsConnection.disconnect();
+    for (const p of procs) p.kill('SIGTERM');
+    await Promise.all(procs.map((p) => p.exited));
+    await queue.close();
+    await dropPrefix(redis, prefix);
+    redis.disconnect();
+  }
+}
