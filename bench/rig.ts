@@ -97,10 +97,13 @@ export async function dmAndWait(rig: TelegramRig, chatId: number, text: string, 
   return performance.now() - t0;
 }
 
-/** Starts `node … main.ts <role>` and waits until it is ready (readyz 200 for a gateway). */
-export async function startRole(role: 'all' | 'gateway' | 'worker', env: Record<string, string>): Promise<{ proc: Spawned; readyMs: number }> {
+/** Starts `node <main> <role>` and waits until it is ready (readyz 200 for a gateway). */
+/** What `npm start` runs after its build step (and what the Docker image runs). */
+export const BUILT_MAIN = 'dist/cli/main.js';
+
+export async function startRole(role: 'all' | 'gateway' | 'worker', env: Record<string, string>, script = BUILT_MAIN): Promise<{ proc: Spawned; readyMs: number }> {
   const t0 = performance.now();
-  const proc = spawnNode('src/cli/main.ts', [role], env);
+  const proc = spawnNode(script, [role], env);
   if (role === 'worker') {
     await waitFor('worker ready', () => proc.stderr().includes('"worker ready"'), 30_000, 5);
   } else {

@@ -4,9 +4,6 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import type { Intake } from './intake.js';
 import type { OutboundAdapter } from './types.js';
-import { telegramModule } from './telegram/module.js';
-import { slackChannel } from './slack/module.js';
-import { discordChannel } from './discord/module.js';
 
 /** What a channel's gateway half may use. */
 export interface GatewayContext {
@@ -51,5 +48,16 @@ export interface ChannelModule {
   outbound(ctx: OutboundContext): OutboundAdapter;
 }
 
-/** Platform channels; each lives in src/channels/<name>/ and is enabled by its configuration. */
-export const CHANNELS: readonly ChannelModule[] = [slackChannel, telegramModule, discordChannel];
+/** A platform channel, loaded only when its configuration enables it (each SDK costs start-up time and memory). */
+export interface ChannelEntry {
+  readonly name: string;
+  enabled(config: Config): boolean;
+  load(): Promise<ChannelModule>;
+}
+
+/** Platform channels; each lives in src/channels/<name>/. */
+export const CHANNELS: readonly ChannelEntry[] = [
+  { name: 'slack', enabled: (c) => c.channels.slack !== undefined, load: async () => (await import('./slack/module.js')).slackChannel },
+  { name: 'telegram', enabled: (c) => c.channels.telegram !== undefined, load: async () => (await import('./telegram/module.js')).telegramModule },
+  { name: 'discord', enabled: (c) => c.channels.discord !== undefined, load: async () => (await import('./discord/module.js')).discordChannel },
+];

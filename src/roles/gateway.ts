@@ -48,11 +48,10 @@ export async function startGatewayRole(
     metrics,
     log,
   });
-  for (const module of CHANNELS) {
-    if (module.enabled(config)) channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, log: log.child({ channel: module.name }) }));
-  }
-  for (const name of Object.keys(config.channels)) {
-    if (!CHANNELS.some((m) => m.name === name)) log.warn({ channel: name }, `the ${name} channel is configured but not part of this build; it stays off`);
+  for (const entry of CHANNELS) {
+    if (!entry.enabled(config)) continue;
+    const module = await entry.load();
+    channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, log: log.child({ channel: module.name }) }));
   }
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (err?: Error) => (err ? reject(err) : resolve(s)));

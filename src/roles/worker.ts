@@ -41,8 +41,10 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis, log);
   const outbounds = new Map<string, OutboundAdapter>([['terminal', countedOutbound(new TerminalOutbound(redis, config.queue.prefix), metrics)]]);
-  for (const module of CHANNELS) {
-    if (module.enabled(config)) outbounds.set(module.name, countedOutbound(module.outbound({ config, redis, log: log.child({ channel: module.name }) }), metrics));
+  for (const entry of CHANNELS) {
+    if (!entry.enabled(config)) continue;
+    const module = await entry.load();
+    outbounds.set(module.name, countedOutbound(module.outbound({ config, redis, log: log.child({ channel: module.name }) }), metrics));
   }
   const outbound = (platform: string): OutboundAdapter => {
     const adapter = outbounds.get(platform);

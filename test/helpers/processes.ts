@@ -13,10 +13,11 @@ export interface Spawned {
   kill(signal?: NodeJS.Signals): void;
 }
 
-/** Starts `node --import tsx <script> args…` from the repo root with a clean, explicit environment. */
+/** Starts `node [--import tsx] <script> args…` (tsx for .ts files) from the repo root with a clean, explicit environment. */
 export function spawnNode(script: string, args: string[], env: Record<string, string>): Spawned {
   const base: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...loader, script, ...args], { cwd: REPO, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
