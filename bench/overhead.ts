@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Intake } from '../src/channels/intake.js';
+import { createOpenAIModel } from '../src/agent/openai-model.js';
 import { terminalMessage } from '../src/channels/terminal/inbound.js';
 import { createLogger } from '../src/log.js';
 import { SessionControl } from '../src/queue/control.js';
@@ -115,4 +116,14 @@ export async function measureFloor(redisUrl: string, shape: LoadShape, workers: 
     await dropPrefix(redis, prefix);
     redis.disconnect();
   }
+}
+
+/** The model call alone (the real openai client to the zero-latency fake), same shape: part of every turn. */
+export async function measureModelCall(modelUrl: string, shape: LoadShape): Promise<LatencySummary> {
+  const model = createOpenAIModel({ apiKey: 'bench', baseURL: modelUrl, model: 'fake-model', stream: false, timeoutMs: 30_000 });
+  const { latencies, seconds } = await closedLoop(shape.sessions, shape.perSession, async (s, i) => {
+    const response = await model.complete({ messages: [{ role: 'user', content: `message ${i} of session ${s}` }], tools: [], signal: new AbortController().signal });
+    if (response.stopReason === 'error') throw new Error(response.error?.message);
+  });
+  return summarise(latencies, seconds);
 }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { startFakeOpenAI } from '../test/fakes/openai-server.js';
 import { waitFor } from '../test/helpers/processes.js';
 import { dropPrefix, testRedis } from '../test/helpers/redis.js';
-import { measureFloor, measurePipeline, type LoadShape } from './overhead.js';
+import { measureFloor, measureModelCall, measurePipeline, type LoadShape } from './overhead.js';
 import { requestBytes, requestTokens } from './prompt-tokens.js';
 import { dmAndWait, rss, seedTwoHop, startRole, startTelegramRig, TWO_HOP_QUESTION } from './rig.js';
 import { percentile, ratio } from './stats.js';
@@ -105,8 +105,9 @@ async function overhead(modelUrl: string) {
   const rows = [];
   for (const shape of shapes) {
     const floor = await measureFloor(REDIS_URL, shape, 1, shape.sessions);
+    const modelCall = await measureModelCall(modelUrl, shape);
     const pipeline = await measurePipeline(REDIS_URL, modelUrl, shape, 1, shape.sessions);
-    rows.push({ concurrency: shape.sessions, messages: shape.sessions * shape.perSession, floor, pipeline, p50Ratio: ratio(pipeline.p50, floor.p50), throughputRatio: ratio(pipeline.perSecond, floor.perSecond) });
+    rows.push({ concurrency: shape.sessions, messages: shape.sessions * shape.perSession, floor, modelCall, pipeline, p50Ratio: ratio(pipeline.p50, floor.p50), throughputRatio: ratio(pipeline.perSecond, floor.perSecond) });
     log(`  overhead at ${shape.sessions}: pipeline p50 ${pipeline.p50} ms vs floor ${floor.p50} ms`);
   }
   return rows;
@@ -162,6 +163,7 @@ function printTable(r: Record<string, any>) {
   for (const o of r.overhead) {
     rows.push([`pipeline vs floor at ${o.concurrency} sessions: p50`, `${o.pipeline.p50} vs ${o.floor.p50} ms (×${o.p50Ratio}); p99 ${o.pipeline.p99} vs ${o.floor.p99}`, '≤ ×2']);
     rows.push([`  throughput at ${o.concurrency}`, `${o.pipeline.perSecond} vs ${o.floor.perSecond} msg/s (×${o.throughputRatio}); lost ${o.pipeline.lost}`, '≥ ×0.5']);
+    rows.push([`  the model call alone at ${o.concurrency}`, `p50 ${o.modelCall.p50} ms, ${o.modelCall.perSecond} calls/s`, '']);
   }
   for (const s of r.scaleOut) rows.push([`scale-out: ${s.workers} worker process(es)`, `${s.perSecond} msg/s (×${s.vsOneWorker}), lost ${s.lost}`, '']);
   if ('error' in r.cluster) rows.push(['Redis Cluster (3 nodes)', `not measured: ${r.cluster.error}`, '']);

@@ -96,8 +96,11 @@ export function createProcessor(deps: RunDeps): Processor {
     const turn = selectTurn(claimed);
     const messages = turn.taken.map((c) => c.message);
     deps.metrics?.queueWait.observe(Math.max(0, started - messages[0]!.receivedAt) / 1000);
-    await job.updateData({ ...job.data, messages, runId });
-    await job.log(`run ${runId} takes ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`);
+    // Independent writes go out together (one round trip's wait instead of two).
+    await Promise.all([
+      job.updateData({ ...job.data, messages, runId }),
+      job.log(`run ${runId} takes ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
+    ]);
     log.info({ messages: messages.length, turn: turn.kind }, 'run started');
 
     const to = messages[messages.length - 1]!;
@@ -130,8 +133,10 @@ export function createProcessor(deps: RunDeps): Processor {
     // A worker that froze past its lock must not post what the new holder will post.
     if ((await deps.redis.sbStillOwner(lock, owner, token, jobId)) < 0) throw new FencedError('lost the session before delivering');
     const delivered = await deliverReply(out, record, log);
-    await deps.redis.sbSettle(lock, owner, k.outbox(session), token, jobId, outboxJson, '1');
-    if (left > 0) await addRunJob(deps.queue, jobName(to), { v: 1, session });
+    await Promise.all([
+      deps.redis.sbSettle(lock, owner, k.outbox(session), token, jobId, outboxJson, '1'),
+      left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session }) : undefined,
+    ]);
 
     const result: RunResult = {
       ...base,
@@ -148,15 +153,17 @@ export function createProcessor(deps: RunDeps): Processor {
     };
     log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms }, 'run ended');
     deps.metrics?.onRunEnded(outcome, result.ms / 1000);
-    await deps.runs
-      .save({
-        v: 1, runId, jobId, session, startedAt: started, endedAt: Date.now(), state: outcome.state, messages,
-        transcript: recordTranscript(outcome.transcript), timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
-        toolCalls: outcome.toolCalls, usage: outcome.usage, delivered,
-        ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
-      })
-      .catch((err: unknown) => log.warn({ err }, 'run record not saved'));
-    await job.log(`run view: ${runViewPath(runId)}`);
+    await Promise.all([
+      deps.runs
+        .save({
+          v: 1, runId, jobId, session, startedAt: started, endedAt: Date.now(), state: outcome.state, messages,
+          transcript: recordTranscript(outcome.transcript), timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
+          toolCalls: outcome.toolCalls, usage: outcome.usage, delivered,
+          ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
+        })
+        .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
+      job.log(`run view: ${runViewPath(runId)}`),
+    ]);
     if (outcome.state !== 'completed') {
       await job.log(`result ${JSON.stringify(result)}`);
       throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
