@@ -1,3 +1,4 @@
+import { readCapped } from '../../delivery/read-capped.js';
 import type { Attachment } from '../types.js';
 
 /** Where Discord serves attachments. The REST host (DISCORD_API_URL) is added by the module. */
@@ -21,29 +22,5 @@ export async function downloadAttachment(attachment: Attachment, maxBytes: numbe
     await res.body?.cancel().catch(() => undefined);
     throw new Error(`download failed: HTTP ${res.status}`);
   }
-  const declared = Number(res.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) {
-    await res.body.cancel().catch(() => undefined);
-    throw new Error(`larger than the ${maxBytes}-byte limit (${declared} bytes)`);
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new Error(`larger than the ${maxBytes}-byte limit`);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  return bytes;
+  return readCapped(res, maxBytes, () => new Error(`larger than the ${maxBytes}-byte limit`));
 }

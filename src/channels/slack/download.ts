@@ -1,3 +1,4 @@
+import { readCapped } from '../../delivery/read-capped.js';
 import type { Attachment } from '../types.js';
 
 /** The bot token is sent only to Slack's file hosts, or to the Web API's own origin (GovSlack, a proxy, a test fake). */
@@ -17,34 +18,10 @@ export async function downloadSlackFile(attachment: Attachment, token: string, a
   if (!mayReceiveToken(url, apiBase)) throw new Error(`not a Slack file URL (${url.host}); the bot token is not sent there`);
   const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal });
   if (!res.ok || !res.body) throw new Error(`Slack answered HTTP ${res.status} for the file`);
-  const length = Number(res.headers.get('content-length') ?? NaN);
-  if (length > maxBytes) {
-    await res.body.cancel();
-    throw new Error(`larger than the ${maxBytes} byte limit`);
-  }
   const type = res.headers.get('content-type') ?? '';
   if (type.startsWith('text/html') && !(attachment.mime ?? '').includes('html')) {
     await res.body.cancel();
     throw new Error('Slack sent its sign-in page instead of the file: the app needs the files:read scope (reinstall it after adding the scope)');
   }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new Error(`larger than the ${maxBytes} byte limit`);
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
+  return readCapped(res, maxBytes, () => new Error(`larger than the ${maxBytes} byte limit`));
 }

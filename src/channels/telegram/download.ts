@@ -3,6 +3,7 @@ import { isAbsolute } from 'node:path';
 import type { Api } from 'grammy';
 import { GrammyError } from 'grammy';
 import { grammySignal, withTelegramRetries } from './errors.js';
+import { readCapped } from '../../delivery/read-capped.js';
 
 /** Telegram's cloud Bot API hands out files up to 20 MB (getFile); a local Bot API server has no such cap. */
 export const CLOUD_DOWNLOAD_LIMIT = 20_000_000;
@@ -47,25 +48,7 @@ export async function downloadFile(api: Api, apiRoot: string, token: string, fil
     await res.body?.cancel().catch(() => undefined);
     throw new Error(`download failed: HTTP ${res.status}`);
   }
-  const declared = Number(res.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) {
-    await res.body.cancel().catch(() => undefined);
-    throw new FileTooLargeError(maxBytes);
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new FileTooLargeError(maxBytes);
-    }
-    chunks.push(value);
-  }
-  return concat(chunks, total);
+  return readCapped(res, maxBytes, () => new FileTooLargeError(maxBytes));
 }
 
 async function readLocal(path: string, maxBytes: number): Promise<Uint8Array> {
@@ -79,14 +62,4 @@ async function readLocal(path: string, maxBytes: number): Promise<Uint8Array> {
   } finally {
     await handle.close();
   }
-}
-
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
 }
