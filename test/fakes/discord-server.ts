@@ -76,6 +76,8 @@ export interface Failure {
   /** Do the request's work, then answer with the failure (a response lost after the write). */
   afterWork?: boolean;
   times?: number;
+  /** Only requests this accepts meet the failure (e.g. an edit with a given content); others pass. */
+  when?: (req: RecordedRequest) => boolean;
 }
 
 export interface FakeDiscordOptions {
@@ -392,7 +394,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       const m = r.re.exec(req.path);
       if (!m) continue;
       if (r.auth && req.auth !== `Bot ${BOT_TOKEN}`) return err(401, '401: Unauthorized');
-      const failure = failures.find((f) => f.method === req.method && f.path.test(req.path));
+      const failure = failures.find((f) => f.method === req.method && f.path.test(req.path) && (f.when?.(req) ?? true));
       if (failure && !failure.afterWork) return consume(failure);
       const reply = await r.handle(m, req);
       if (failure?.afterWork) return consume(failure);
