@@ -5,6 +5,10 @@ import { progressLine } from './progress-lines.js';
 
 /** Lines kept in the status message: the newest ones. */
 const STATUS_LINES = 8;
+/** Consecutive failed updates retried without a new line arriving. */
+const RETRIES_WITHOUT_NEWS = 3;
+/** A failed update waits at least this long before it is tried again. */
+const MIN_RETRY_MS = 1_000;
 
 /**
  * Shows a run's progress on one platform: the platform's native surface when the adapter has
@@ -20,6 +24,7 @@ export class ProgressReporter {
   private typingTimer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private stopped = false;
+  private failures = 0;
   statusMessageId: string | undefined;
 
   constructor(
@@ -61,7 +66,9 @@ export class ProgressReporter {
 
   private schedule(): void {
     if (this.timer) return;
-    const wait = this.statusMessageId === undefined ? 0 : Math.max(0, this.lastEditAt + this.out.editIntervalMs - this.now());
+    // The first post goes out at once; edits, and any retry after a failure, keep the interval.
+    const interval = this.failures > 0 ? Math.max(this.out.editIntervalMs, MIN_RETRY_MS) : this.out.editIntervalMs;
+    const wait = this.statusMessageId === undefined && this.failures === 0 ? 0 : Math.max(0, this.lastEditAt + interval - this.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.chain = this.chain.then(() => this.flush());
@@ -83,10 +90,15 @@ export class ProgressReporter {
         await this.out.edit(this.to, this.statusMessageId, text);
       }
       this.shown = text;
+      this.failures = 0;
     } catch (err) {
       this.log.warn({ err }, 'progress update failed');
+      this.failures += 1;
     } finally {
       this.lastEditAt = this.now();
     }
+    // A failed update is tried again after the interval even if no new line comes (the model may
+    // think for a while), a few times in a row at most.
+    if (this.failures > 0 && this.failures <= RETRIES_WITHOUT_NEWS && !this.stopped) this.schedule();
   }
 }

@@ -326,6 +326,27 @@ describe('ProgressReporter', () => {
     await expect(r.stop()).resolves.toBeUndefined();
   });
 
+  it('retries a failed update after the interval even when no new line comes, a few times at most', async () => {
+    const out = new FakeOutbound(EDIT);
+    const r = reporter(out);
+    r.onEvent(narration('one'));
+    await vi.advanceTimersByTimeAsync(0);
+    out.failEdits = 1;
+    r.onEvent(narration('thinking…'));
+    await vi.advanceTimersByTimeAsync(EDIT);
+    // The model is thinking: no new line, yet the failed text is tried again one interval later.
+    await vi.advanceTimersByTimeAsync(EDIT);
+    expect(out.writes().map((w) => (w.op === 'edit' ? [w.text, w.ok] : w.text))).toEqual(['one', ['one\nthinking…', false], ['one\nthinking…', true]]);
+    expectSpaced(out);
+
+    // An edit that keeps failing is given up after three retries until something new happens.
+    out.failEdits = 100;
+    r.onEvent(narration('more'));
+    await vi.advanceTimersByTimeAsync(20 * EDIT);
+    expect(out.writes().filter((w) => w.op === 'edit' && !w.ok)).toHaveLength(1 + 4);
+    await r.stop();
+  });
+
   it('a line that arrives while the status message is being posted waits a full interval after it', async () => {
     const out = new FakeOutbound(EDIT);
     out.writeDelayMs = 50;
