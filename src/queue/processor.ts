@@ -96,7 +96,8 @@ export function createProcessor(deps: RunDeps): Processor {
     const turn = selectTurn(claimed);
     const messages = turn.taken.map((c) => c.message);
     deps.metrics?.queueWait.observe(Math.max(0, started - messages[0]!.receivedAt) / 1000);
-    // Independent writes go out together (one round trip's wait instead of two).
+    // Independent round trips go out together: the history read and the job's data and log.
+    const storedHistory = deps.redis.lrange(k.history(session), 0, -1);
     await Promise.all([
       job.updateData({ ...job.data, messages, runId }),
       job.log(`run ${runId} takes ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
@@ -105,7 +106,7 @@ export function createProcessor(deps: RunDeps): Processor {
 
     const to = messages[messages.length - 1]!;
     const out = deps.outbound(to.platform);
-    const { outcome, statusMessageId, timeline } = await executeTurn(deps, job, turn, session, out, log, signal);
+    const { outcome, statusMessageId, timeline, jobLogs } = await executeTurn(deps, job, turn, session, storedHistory, out, log, signal);
 
     const record: OutboxRecord = {
       v: 1,
@@ -129,9 +130,8 @@ export function createProcessor(deps: RunDeps): Processor {
     );
     if (left < 0) throw new FencedError(`commit refused (${left === -1 ? 'job lock lost' : left === -2 ? 'session taken over' : 'inbox head changed'})`);
 
-    // The turn is committed: from here a crash re-delivers the outbox, it never re-runs the turn.
-    // A worker that froze past its lock must not post what the new holder will post.
-    if ((await deps.redis.sbStillOwner(lock, owner, token, jobId)) < 0) throw new FencedError('lost the session before delivering');
+    // The turn is committed (the commit was the fence: a worker that froze past its lock stops
+    // there): from here a crash re-delivers the outbox, it never re-runs the turn.
     const delivered = await deliverReply(out, record, log);
     await Promise.all([
       deps.redis.sbSettle(lock, owner, k.outbox(session), token, jobId, outboxJson, '1'),
@@ -153,6 +153,8 @@ export function createProcessor(deps: RunDeps): Processor {
     };
     log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms }, 'run ended');
     deps.metrics?.onRunEnded(outcome, result.ms / 1000);
+    // The narration's job-log lines were written while the run went on; the last ones finish here.
+    await jobLogs;
     await Promise.all([
       deps.runs
         .save({
@@ -177,15 +179,17 @@ async function executeTurn(
   job: Job<RunJobData, RunResult>,
   turn: Turn,
   session: string,
+  storedHistory: Promise<string[]>,
   out: OutboundAdapter,
   log: Logger,
   signal: AbortSignal | undefined,
-): Promise<{ outcome: RunOutcome; statusMessageId?: string; timeline: TimelineEntry[] }> {
+): Promise<{ outcome: RunOutcome; statusMessageId?: string; timeline: TimelineEntry[]; jobLogs: Promise<void> }> {
   const plainInput = turn.taken.map((c) => toUserMessage(c.message));
   const none = { steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, transcript: plainInput };
   const timeline: TimelineEntry[] = [];
-  if (turn.kind === 'reset') return { outcome: { ...none, state: 'completed', answer: RESET_ANSWER }, timeline };
-  if (turn.kind === 'crashed') return { outcome: { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the message started too many runs that never finished' }, timeline };
+  const jobLogs = Promise.resolve();
+  if (turn.kind === 'reset') return { outcome: { ...none, state: 'completed', answer: RESET_ANSWER }, timeline, jobLogs };
+  if (turn.kind === 'crashed') return { outcome: { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the message started too many runs that never finished' }, timeline, jobLogs };
   const started = Date.now();
 
   const controller = deps.active.register(session, job.id!);
@@ -193,7 +197,7 @@ async function executeTurn(
   const progress = new ProgressReporter(out, turn.taken[turn.taken.length - 1]!.message, log);
   let logs = Promise.resolve();
   try {
-    const stored = await deps.redis.lrange(deps.keys.history(session), 0, -1);
+    const stored = await storedHistory;
     const history = boundHistory(stored.map((s) => JSON.parse(s) as ChatMessage[]), deps.historyTokens);
     const workspace = Workspace.forScope(deps.workspaceRoot, session);
     progress.start();
@@ -226,10 +230,9 @@ async function executeTurn(
       },
     });
     if (controller.signal.aborted && controller.signal.reason === 'lock_lost') throw new FencedError('lost the job lock during the run');
-    return { outcome, timeline, ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }) };
+    return { outcome, timeline, jobLogs: logs, ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }) };
   } finally {
     await progress.stop();
-    await logs;
     deps.active.unregister(session, job.id!);
   }
 }

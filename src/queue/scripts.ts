@@ -84,19 +84,11 @@ if ARGV[4] == '1' then redis.call('DEL', KEYS[2]) end
 return 1
 `;
 
-// KEYS: lock, owner   ARGV: token, jobId
-const STILL_OWNER = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
-return 1
-`;
-
 export interface SessionScripts {
   sbEnqueue(seen: string, inbox: string, pending: string, message: string, ttl: number, session: string): Promise<number>;
   sbClaim(lock: string, owner: string, inbox: string, claims: string, outbox: string, token: string, jobId: string, jobBase: string, foldMax: number): Promise<(string | number)[]>;
   sbCommit(...args: (string | number)[]): Promise<number>;
   sbSettle(lock: string, owner: string, outbox: string, token: string, jobId: string, delivered: string, release: '0' | '1'): Promise<number>;
-  sbStillOwner(lock: string, owner: string, token: string, jobId: string): Promise<number>;
 }
 
 export type ScriptedRedis = Redis & SessionScripts;
@@ -109,6 +101,5 @@ export function withSessionScripts(redis: Redis): ScriptedRedis {
   redis.defineCommand('sbClaim', { numberOfKeys: 5, lua: CLAIM });
   redis.defineCommand('sbCommit', { numberOfKeys: 8, lua: COMMIT });
   redis.defineCommand('sbSettle', { numberOfKeys: 3, lua: SETTLE });
-  redis.defineCommand('sbStillOwner', { numberOfKeys: 2, lua: STILL_OWNER });
   return r;
 }
