@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { text as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -230,15 +231,6 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 
 function sendError(res: ServerResponse, status: number, message: string, type = 'server_error'): void {
   sendJson(res, status, { error: { message, type, param: null, code: null } });
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 /** Resolves true if the client went away first (an aborted or timed-out call). */

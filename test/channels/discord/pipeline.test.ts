@@ -119,13 +119,16 @@ describe('Discord: slash commands', () => {
   it('a run that outlives the interaction token (webhook 401) still delivers its answer, once, in the channel', async () => {
     const { fake, stack } = await start('dc-expired');
     let ix: FakeInteraction | undefined;
-    stack.fake.setHandler((req) => {
+    stack.fake.setHandler(async (req) => {
       if (req.body.messages.length === 2) return { content: 'Working on it.', toolCalls: [{ name: 'list_files', arguments: '{}' }] };
-      fake.expire(ix!.id); // the 15 minutes pass while the model thinks
+      // The progress edit lands first (it is asynchronous: under load it can trail the tool), then
+      // the 15 minutes pass while the model thinks.
+      await waitFor('the progress edit', () => original(fake, ix!)?.content.startsWith('Working on it.'), 10_000);
+      fake.expire(ix!.id);
       return { content: 'Here is your late answer.', delayMs: 300 };
     });
     ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt: 'slow job' });
-    await waitFor('the answer in the channel', () => fake.botMessages(fake.ids.general).find((m) => m.via === 'channel'), 20_000);
+    await waitFor('the answer in the channel', () => fake.botMessages(fake.ids.general).find((m) => m.via === 'channel' && m.content.includes('late answer')), 20_000);
 
     const answers = fake.messages.filter((m) => m.content.includes('Here is your late answer.'));
     expect(answers).toHaveLength(1);
