@@ -10,7 +10,12 @@ export function toModelTools(tools: readonly Tool[]): OpenAI.Chat.Completions.Ch
   }));
 }
 
+/** Converting a schema costs more than a whole turn's bookkeeping; schemas are module constants, so convert each once. */
+const converted = new WeakMap<z.ZodType, Record<string, unknown>>();
+
 function parametersOf(schema: z.ZodType): Record<string, unknown> {
+  const cached = converted.get(schema);
+  if (cached) return cached;
   const json = z.toJSONSchema(schema, {
     io: 'input',
     // z.int() adds ±MAX_SAFE_INTEGER bounds: prompt tokens that say nothing.
@@ -20,5 +25,6 @@ function parametersOf(schema: z.ZodType): Record<string, unknown> {
     },
   }) as Record<string, unknown>;
   delete json.$schema;
+  converted.set(schema, json);
   return json;
 }
