@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { waitFor } from '../test/helpers/processes.js';
 import { measurePipeline } from './overhead.js';
-import { freePort } from './rig.js';
+import { freePort } from '../test/helpers/ports.js';
 
 /**
  * Three local Redis Cluster masters (no replicas), the pipeline run against them through

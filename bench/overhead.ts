@@ -78,14 +78,8 @@ export async function measurePipeline(
     const counts = await queue.getJobCounts('completed', 'failed', 'waiting', 'active');
     return { ...summarise(latencies, seconds), lost: shape.sessions * shape.perSession - (counts.completed ?? 0) };
   } finally {
-    await events.close();
-    eventsConnection.disconnect();
-    for (const p of procs) p.kill('SIGTERM');
-    await Promise.all(procs.map((p) => p.exited));
-    await queue.close();
     // A cluster is thrown away whole; a shared Redis is cleaned key by key.
-    if (!isClusterUrl(redisUrl)) await dropPrefix(redis, prefix);
-    redis.disconnect();
+    await teardown({ events, eventsConnection, procs, queue, redis, prefix: isClusterUrl(redisUrl) ? undefined : prefix });
   }
 }
 
@@ -108,14 +102,19 @@ export async function measureFloor(redisUrl: string, shape: LoadShape, workers: 
     });
     return summarise(latencies, seconds);
   } finally {
-    await events.close();
-    eventsConnection.disconnect();
-    for (const p of procs) p.kill('SIGTERM');
-    await Promise.all(procs.map((p) => p.exited));
-    await queue.close();
-    await dropPrefix(redis, prefix);
-    redis.disconnect();
+    await teardown({ events, eventsConnection, procs, queue, redis, prefix });
   }
+}
+
+/** Stops one measurement's processes (by their pids) and connections, and deletes its keys when given a prefix. */
+async function teardown(rig: { events: QueueEvents; eventsConnection: Redis; procs: Spawned[]; queue: Queue; redis: Redis; prefix: string | undefined }) {
+  await rig.events.close();
+  rig.eventsConnection.disconnect();
+  for (const p of rig.procs) p.kill('SIGTERM');
+  await Promise.all(rig.procs.map((p) => p.exited));
+  await rig.queue.close();
+  if (rig.prefix) await dropPrefix(rig.redis, rig.prefix);
+  rig.redis.disconnect();
 }
 
 /** The model call alone (the real openai client to the zero-latency fake), same shape: part of every turn. */

@@ -1,5 +1,4 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sessionKeyOf } from '../src/channels/session-key.js';
@@ -8,17 +7,9 @@ import type { ChatMessage } from '../src/agent/types.js';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type Step } from '../test/fakes/openai-server.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram } from '../test/fakes/telegram-server.js';
 import { spawnNode, waitFor, type Spawned } from '../test/helpers/processes.js';
+import { freePort } from '../test/helpers/ports.js';
 
 export const TWO_HOP_QUESTION = 'Read manifest.txt and tell me what the file it names says.';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * A zero-latency model that does the two-hop task the way a model would: read the file the

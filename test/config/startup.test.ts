@@ -1,19 +1,8 @@
-import { createServer } from 'node:net';
+import { freePort as closedPort } from '../helpers/ports.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnNode, type Spawned } from '../helpers/processes.js';
 import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from '../helpers/redis.js';
 
-/** A port nothing listens on: bound once to find it, then closed. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 const started: Spawned[] = [];
 

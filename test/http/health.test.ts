@@ -4,15 +4,7 @@ import { ensureRedis, type RedisHandle } from '../../src/cli/redis-bootstrap.js'
 import { createLogger } from '../../src/log.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { waitFor } from '../helpers/processes.js';
-import { createServer } from 'node:net';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
+import { freePort } from '../helpers/ports.js';
 
 describe('health and readiness when Redis goes away', () => {
   let redis: RedisHandle;

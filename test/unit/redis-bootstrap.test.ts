@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort as closedPort } from '../helpers/ports.js';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from '../../src/cli/redis-bootstrap.js';
@@ -6,17 +6,6 @@ import { createLogger } from '../../src/log.js';
 import { REDIS_URL } from '../helpers/redis.js';
 
 const log = createLogger('silent');
-
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 /** PING's answer, or the connection error's message. */
 async function ping(url: string): Promise<string> {
