@@ -39,3 +39,13 @@ export function jobName(message: InboundMessage): string {
   const where = message.thread ? `${message.conversation}/${message.thread}` : message.conversation;
   return `${message.platform} ${where}: ${message.command ? `/${message.command}` : `${words}${more}`}`;
 }
+
+/**
+ * A message as the dashboard and run records show it: platform credentials that ride along for
+ * the reply (a Discord interaction token) are blanked. The worker replies from the inbox copy.
+ */
+export function forDisplay(message: InboundMessage): InboundMessage {
+  if (!message.meta) return message;
+  const meta = Object.fromEntries(Object.entries(message.meta).map(([k, v]) => [k, /token|secret|password/i.test(k) ? '[redacted]' : v]));
+  return { ...message, meta };
+}

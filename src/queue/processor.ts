@@ -14,7 +14,7 @@ import type { ActiveRuns } from './active-runs.js';
 import type { SessionKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
 import { addRunJob, type RunQueue } from './run-queue.js';
-import { jobName, type RunJobData, type RunResult } from './job-data.js';
+import { forDisplay, jobName, type RunJobData, type RunResult } from './job-data.js';
 import { jobLogLine } from './run-log.js';
 import { saveAttachments } from './attachments.js';
 import { recordTranscript, runViewPath, timelineEntry, type RunStore, type TimelineEntry } from './run-record.js';
@@ -99,7 +99,7 @@ export function createProcessor(deps: RunDeps): Processor {
     // Independent round trips go out together: the history read and the job's data and log.
     const storedHistory = deps.redis.lrange(k.history(session), 0, -1);
     await Promise.all([
-      job.updateData({ ...job.data, messages, runId }),
+      job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
       job.log(`run ${runId} takes ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
     ]);
     log.info({ messages: messages.length, turn: turn.kind }, 'run started');
@@ -158,7 +158,7 @@ export function createProcessor(deps: RunDeps): Processor {
     await Promise.all([
       deps.runs
         .save({
-          v: 1, runId, jobId, session, startedAt: started, endedAt: Date.now(), state: outcome.state, messages,
+          v: 1, runId, jobId, session, startedAt: started, endedAt: Date.now(), state: outcome.state, messages: messages.map(forDisplay),
           transcript: recordTranscript(outcome.transcript), timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
           toolCalls: outcome.toolCalls, usage: outcome.usage, delivered,
           ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),

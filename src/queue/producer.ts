@@ -4,7 +4,7 @@ import { sessionKeyOf } from '../channels/session-key.js';
 import { SessionKeys } from './keys.js';
 import { withSessionScripts, type ScriptedRedis } from './scripts.js';
 import { addRunJob, type RunQueue } from './run-queue.js';
-import { jobName } from './job-data.js';
+import { forDisplay, jobName } from './job-data.js';
 
 /** How long a platform event id is remembered for de-duplication of redeliveries. */
 export const SEEN_TTL_SECONDS = 24 * 3600;
@@ -40,7 +40,7 @@ export class Producer {
       session,
     );
     if (position < 0) return { status: 'duplicate', session };
-    await addRunJob(this.queue, jobName(message), { v: 1, session, trigger: message });
+    await addRunJob(this.queue, jobName(message), { v: 1, session, trigger: forDisplay(message) });
     return { status: 'queued', session, position };
   }
 }

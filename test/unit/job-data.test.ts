@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobName } from '../../src/queue/job-data.js';
+import { forDisplay, jobName } from '../../src/queue/job-data.js';
 import type { InboundMessage } from '../../src/channels/types.js';
 
 function message(extra: Partial<InboundMessage>): InboundMessage {
@@ -44,5 +44,15 @@ describe('jobName', () => {
   it('a /reset is named by its command, not its text', () => {
     expect(jobName(message({ text: '/reset and more words here', command: 'reset' }))).toBe('terminal alice: /reset');
     expect(jobName(message({ platform: 'discord', conversation: '123', thread: '456', text: '', command: 'reset' }))).toBe('discord 123/456: /reset');
+  });
+});
+
+describe('forDisplay', () => {
+  it('blanks credentials in meta and keeps everything else', () => {
+    const m = message({ meta: { interactionToken: 'aW50ZXJhY3Rpb24', applicationId: 'app-1', userId: 'u-1' } });
+    expect(forDisplay(m)).toEqual({ ...m, meta: { interactionToken: '[redacted]', applicationId: 'app-1', userId: 'u-1' } });
+    expect(m.meta!.interactionToken).toBe('aW50ZXJhY3Rpb24');
+    const plain = message({});
+    expect(forDisplay(plain)).toBe(plain);
   });
 });

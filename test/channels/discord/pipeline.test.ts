@@ -76,6 +76,10 @@ describe('Discord: slash commands', () => {
     expect(userTexts(stack.fake.requests[0]!.body)).toEqual(['what files are there?']);
     const job = await waitFor('the completed job', async () => (await stack.queue.getJobs(['completed'])).at(0));
     expect(job!.data.session).toBe(`discord:${fake.ids.general}`);
+    // The interaction token rides with the message for the reply, but the dashboard never shows it.
+    expect(job!.data.messages?.[0]?.meta?.interactionToken).toBe('[redacted]');
+    expect(JSON.stringify(job!.data)).not.toContain(ix.token);
+    expect(JSON.stringify(await stack.redis.get(`${stack.config.queue.prefix}:run:${job!.data.runId}`))).not.toContain(ix.token);
   }, 40_000);
 
   it('a 4,500-character answer arrives as the response plus ordered follow-ups, each under 2,000 with balanced fences', async () => {
