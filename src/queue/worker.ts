@@ -1,7 +1,6 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueConfig } from '../config/config.js';
-import type { Logger } from '../log.js';
 import { ActiveRuns } from './active-runs.js';
 import { connectRedis } from './connection.js';
 import { createProcessor, type RunDeps } from './processor.js';

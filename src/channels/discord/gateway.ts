@@ -1,3 +1,4 @@
+import type { ChannelHealth } from '../contract.js';
 import type { EventEmitter } from 'node:events';
 import { Client, Events, GatewayIntentBits, Options, Partials } from 'discord.js';
 import type { Logger } from '../../log.js';
@@ -16,13 +17,6 @@ export interface DiscordGatewayOptions {
   rest: DiscordRest;
   handlers: DiscordHandlers;
   log: Logger;
-}
-
-/** As the registry's DiscordHealth (the registry imports this channel, so importing its types back would make a cycle). */
-export interface DiscordHealth {
-  connected: boolean;
-  lastEventAt?: number;
-  detail?: string;
 }
 
 /** The intents the bot asks for. */
@@ -58,7 +52,7 @@ export function describeFailure(code: number | undefined, err?: unknown): { deta
 export class DiscordGateway {
   readonly name = 'discord';
   private client: Client | undefined;
-  private state: DiscordHealth = { connected: false, detail: 'not started' };
+  private state: ChannelHealth = { connected: false, detail: 'not started' };
   private lastEventAt: number | undefined;
   private lastCloseCode: number | undefined;
   private registered = false;
@@ -79,7 +73,7 @@ export class DiscordGateway {
     await this.client?.destroy();
   }
 
-  health(): DiscordHealth {
+  health(): ChannelHealth {
     return { ...this.state, ...(this.lastEventAt !== undefined && { lastEventAt: this.lastEventAt }) };
   }
 

@@ -1,7 +1,7 @@
+import type { ChannelModule, GatewayContext, OutboundContext } from '../contract.js';
 import type { Config } from '../../config/config.js';
 import type { Logger } from '../../log.js';
 import type { Redis } from 'ioredis';
-import type { Intake } from '../intake.js';
 import { CDN_HOSTS } from './download.js';
 import { DiscordGateway } from './gateway.js';
 import { DiscordHandlers } from './handlers.js';
@@ -24,15 +24,6 @@ function outboundFor(config: Config, redis: Redis, log: Logger): { rest: Discord
   return { rest, out: new DiscordOutbound({ rest, log, downloadHosts, redis, prefix: config.queue.prefix }) };
 }
 
-/** What the gateway role hands this channel: the registry's GatewayContext, typed by what it uses (importing the registry back would make a cycle). */
-export interface DiscordGatewayContext {
-  config: Config;
-  intake: Intake;
-  redis: Redis;
-  prefix: string;
-  log: Logger;
-}
-
 /**
  * Discord: a discord.js gateway in the gateway role; plain REST (and interaction webhooks) in
  * workers. Enabled by DISCORD_TOKEN with DISCORD_APPLICATION_ID; registered in src/channels/registry.ts.
@@ -40,7 +31,7 @@ export interface DiscordGatewayContext {
 export const discordChannel = {
   name: 'discord',
   enabled: (config: Config): boolean => config.channels.discord !== undefined,
-  inbound(ctx: DiscordGatewayContext): DiscordGateway {
+  inbound(ctx: GatewayContext): DiscordGateway {
     const d = settings(ctx.config);
     const { rest, out } = outboundFor(ctx.config, ctx.redis, ctx.log);
     const handlers = new DiscordHandlers({ intake: ctx.intake, out, redis: ctx.redis, prefix: ctx.prefix, log: ctx.log });
@@ -55,7 +46,7 @@ export const discordChannel = {
       log: ctx.log,
     });
   },
-  outbound(ctx: { config: Config; redis: Redis; log: Logger }): DiscordOutbound {
+  outbound(ctx: OutboundContext): DiscordOutbound {
     return outboundFor(ctx.config, ctx.redis, ctx.log).out;
   },
-};
+} satisfies ChannelModule;

@@ -1,10 +1,6 @@
+import type { ChannelHealth, GatewayContext } from '../contract.js';
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
-import type { Express } from 'express';
-import type { Redis } from 'ioredis';
-import type { Config } from '../../config/config.js';
-import type { Logger } from '../../log.js';
-import type { Intake } from '../intake.js';
 import { sessionKeyOf } from '../session-key.js';
 import type { InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
@@ -19,26 +15,6 @@ const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`
 const IDENTITY_RETRY_MS = [1_000, 5_000, 15_000, 60_000];
 /** As long as the producer remembers queued events. */
 const COMMAND_REPLY_TTL_SECONDS = 24 * 3600;
-
-/**
- * What the gateway hands this channel (the registry's GatewayContext, typed here by what it
- * uses: the registry imports this channel, so importing its types back would make a cycle).
- */
-export interface SlackGatewayContext {
-  config: Config;
-  intake: Intake;
-  app: Express;
-  redis: Redis;
-  prefix: string;
-  log: Logger;
-}
-
-/** As the registry's ChannelHealth. */
-export interface SlackHealth {
-  connected: boolean;
-  lastEventAt?: number;
-  detail?: string;
-}
 
 interface Identity {
   userId: string;
@@ -66,7 +42,7 @@ export class SlackGateway {
   private lastEventAt: number | undefined;
   private stopped = false;
 
-  constructor(private readonly ctx: SlackGatewayContext) {
+  constructor(private readonly ctx: GatewayContext) {
     const slack = ctx.config.channels.slack;
     if (!slack) throw new Error('the slack channel needs SLACK_BOT_TOKEN');
     this.transport = chooseTransport(slack);
@@ -122,7 +98,7 @@ export class SlackGateway {
     if (this.transport === 'socket') await this.receiver.stop().catch((err: unknown) => this.ctx.log.warn({ err }, 'socket mode stop failed'));
   }
 
-  health(): SlackHealth {
+  health(): ChannelHealth {
     const base = this.lastEventAt !== undefined ? { lastEventAt: this.lastEventAt } : {};
     if (!this.identity) return { connected: false, detail: this.identityProblem, ...base };
     if (this.transport === 'socket' && !this.socket.connected) return { connected: false, detail: this.socket.detail ?? 'Socket Mode not connected', ...base };

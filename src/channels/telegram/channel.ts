@@ -1,3 +1,4 @@
+import type { ChannelHealth } from '../contract.js';
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
@@ -48,12 +49,6 @@ export const BOT_COMMANDS: BotCommand[] = [
   { command: ASK_COMMAND, description: 'ask me something (in a group: /ask@thisbot your question)' },
   ...Object.entries(COMMANDS).map(([command, description]) => ({ command, description })),
 ];
-
-export interface TelegramHealth {
-  connected: boolean;
-  lastEventAt?: number;
-  detail?: string;
-}
 
 /**
  * The gateway half: a grammY Bot fed by long polling (default) or by the webhook route
@@ -109,7 +104,7 @@ export class TelegramChannel {
     this.status = { connected: false, detail: 'stopped' };
   }
 
-  health(): TelegramHealth {
+  health(): ChannelHealth {
     const base = this.poller && this.me ? this.poller.state : this.status;
     return { ...base, ...(this.lastEventAt !== undefined && { lastEventAt: this.lastEventAt }) };
   }

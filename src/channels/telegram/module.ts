@@ -1,9 +1,7 @@
-import type { Express } from 'express';
-import type { Redis } from 'ioredis';
 import { Api } from 'grammy';
 import type { Config } from '../../config/config.js';
 import type { Logger } from '../../log.js';
-import type { Intake } from '../intake.js';
+import type { ChannelModule, GatewayContext, OutboundContext } from '../contract.js';
 import { TelegramChannel, type TelegramGatewayDeps } from './channel.js';
 import { redactNetworkErrors } from './errors.js';
 import { PLATFORM } from './ids.js';
@@ -31,15 +29,11 @@ function outboundFor(config: Config, log: Logger): TelegramOutbound {
   return new TelegramOutbound(api, { token: settings.token, apiRoot, log });
 }
 
-/**
- * The Telegram channel (grammY). Registered in src/channels/registry.ts; its contexts are typed
- * here by what it uses (the registry's types import this module, so importing them back would
- * make a cycle).
- */
+/** The Telegram channel (grammY). Registered in src/channels/registry.ts. */
 export const telegramModule = {
   name: PLATFORM,
   enabled: (config: Config): boolean => config.channels.telegram !== undefined,
-  inbound(ctx: { config: Config; intake: Intake; app: Express; redis: Redis; prefix: string; log: Logger }): TelegramChannel {
+  inbound(ctx: GatewayContext): TelegramChannel {
     const settings = settingsOf(ctx.config);
     const deps: TelegramGatewayDeps = {
       settings: { ...settings, apiRoot: settings.apiRoot === undefined ? undefined : apiRootOf(settings) },
@@ -53,7 +47,7 @@ export const telegramModule = {
     };
     return new TelegramChannel(deps);
   },
-  outbound(ctx: { config: Config; log: Logger }): TelegramOutbound {
+  outbound(ctx: Pick<OutboundContext, 'config' | 'log'>): TelegramOutbound {
     return outboundFor(ctx.config, ctx.log);
   },
-};
+} satisfies ChannelModule;
