@@ -3,8 +3,9 @@ import type { AgentRunInput, AssistantMessage, ModelResponse, RunOutcome } from 
 import { estimateTokens } from './budget.js';
 import { callModel } from './model-step.js';
 import { endsInToolCalls, isComplete, isRepeat, lastAssistant, textOf } from './resolve.js';
-import { append, appendNudge, createRunState, emit, outcomeOf, type RunState } from './state.js';
+import { addUsage, append, appendNudge, createRunState, emit, outcomeOf, type RunState } from './state.js';
 import { runTools } from './tool-step.js';
+import { RunSuspended } from './suspend.js';
 
 export const REPEAT_NUDGE =
   'You sent exactly the same reply and tool calls as your previous message; their results are above. ' +
@@ -13,10 +14,14 @@ export const EMPTY_NUDGE =
   'Your last reply was empty. Reply to the user now with your final answer, based on what you found.';
 
 /**
- * Runs one turn to a terminal state. Never throws: every failure is an outcome.
+ * Runs one turn to a terminal state. Every failure is an outcome; the only throw is a
+ * RunSuspended (the worker is stopping, or the run lost its turn): then there is no outcome to
+ * report, and another run resumes the turn from its journal.
  *
- * Each step: abort? → step limit? → context budget? → model call (with retries) → resolve:
- * tool calls are run and the loop goes on; final text completes; anything else fails.
+ * Each step: abort? → suspend? → step limit? → context budget? → model call (with retries, or
+ * the journal's record of it) → resolve: tool calls are run and the loop goes on; final text
+ * completes; anything else fails. With a journal, the loop replays what it recorded: the same
+ * responses and results give the same decisions, so a resumed run arrives where the last one was.
  */
 export async function runAgent(input: AgentRunInput): Promise<RunOutcome> {
   const state = createRunState(input);
@@ -24,6 +29,7 @@ export async function runAgent(input: AgentRunInput): Promise<RunOutcome> {
   try {
     outcome = await drive(state);
   } catch (err) {
+    if (err instanceof RunSuspended) throw err;
     // Only a bug gets here (model and tools never throw); the run still ends with a reason.
     outcome = outcomeOf(state, 'failed', { reason: 'model_error', detail: `internal error: ${String(err)}` });
   }
@@ -37,6 +43,7 @@ async function drive(state: RunState): Promise<RunOutcome> {
   const tools = toModelTools(state.input.tools);
   for (;;) {
     if (signal.aborted) return cancelled(state);
+    if (state.input.suspend?.aborted) throw new RunSuspended('shutdown', 'the worker is stopping');
     if (state.steps >= limits.maxSteps) {
       return outcomeOf(state, 'failed', { reason: 'step_limit', detail: `no final answer after ${state.steps} model calls` });
     }
@@ -49,14 +56,34 @@ async function drive(state: RunState): Promise<RunOutcome> {
     }
 
     state.steps++;
-    emit(state, { type: 'model_call', step: state.steps });
-    const response = await callModel(state, tools);
+    const response = await modelStep(state, tools);
     if (response.stopReason === 'aborted' || signal.aborted) return cancelled(state);
     if (response.stopReason === 'error') return modelFailed(state, response);
 
     const next = await resolveResponse(state, response);
     if (next !== 'continue') return next;
   }
+}
+
+/** The step's model response: the journal's record of it, else a model call recorded once it succeeded. */
+async function modelStep(state: RunState, tools: Parameters<typeof callModel>[1]): Promise<ModelResponse> {
+  const recorded = state.replay.model(state.steps);
+  if (recorded) {
+    emit(state, { type: 'model_call', step: state.steps, replayed: true });
+    state.modelCalls += recorded.calls;
+    addUsage(state, recorded.response.usage);
+    return recorded.response;
+  }
+  const journal = state.input.journal;
+  // The previous step's tool results are written before the model is asked about them.
+  await journal?.flush();
+  emit(state, { type: 'model_call', step: state.steps });
+  const before = state.modelCalls;
+  const response = await callModel(state, tools);
+  if (response.stopReason !== 'error' && response.stopReason !== 'aborted') {
+    journal?.record({ t: 'model', step: state.steps, calls: state.modelCalls - before, response: { message: response.message, stopReason: response.stopReason, usage: response.usage } });
+  }
+  return response;
 }
 
 /** Decides what one successful model response means for the run. */
@@ -73,9 +100,8 @@ async function resolveResponse(state: RunState, response: ModelResponse): Promis
       emit(state, { type: 'nudge', step: state.steps, reason: 'repeat' });
       return 'continue';
     }
-    if (text !== '') emit(state, { type: 'narration', step: state.steps, text });
     append(state, message);
-    const ran = await runTools(state, message);
+    const ran = await runTools(state, message, text);
     return ran ? 'continue' : cancelled(state);
   }
 

@@ -7,6 +7,7 @@ import type {
   TerminalState,
   TokenUsage,
 } from './types.js';
+import { Replay } from './replay.js';
 
 /** The loop's mutable state for one run; only the phases in this folder touch it. */
 export interface RunState {
@@ -21,6 +22,8 @@ export interface RunState {
   usage: TokenUsage;
   /** One nudge of each kind per run. */
   nudged: { repeat: boolean; empty: boolean };
+  /** What earlier runs of this turn already did. */
+  readonly replay: Replay;
 }
 
 export function createRunState(input: AgentRunInput): RunState {
@@ -34,6 +37,7 @@ export function createRunState(input: AgentRunInput): RunState {
     toolCalls: 0,
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
     nudged: { repeat: false, empty: false },
+    replay: new Replay(input.journal?.recorded),
   };
 }
 

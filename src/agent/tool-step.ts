@@ -1,14 +1,31 @@
 import { runToolCall } from '../tools/run.js';
+import type { ToolResult } from '../tools/types.js';
 import type { AssistantMessage } from './types.js';
+import { interruptedResult } from './replay.js';
 import { append, emit, type RunState } from './state.js';
+import { RunSuspended } from './suspend.js';
 
 /**
  * Runs the assistant message's tool calls in order, appending each result as a `tool` message
  * with the call's id. Returns false if the run was cancelled; the calls not yet run then get an
  * error result, so the transcript never holds a tool call without its answer.
+ *
+ * Write-ahead: a call is journaled before it starts (with the step's model response, in one
+ * write) and its result after. A call an earlier run finished is not run again: its recorded
+ * result is used. A call an earlier run started without a recorded result is run again only
+ * when the tool only reads; otherwise the model is told it was interrupted.
  */
-export async function runTools(state: RunState, message: AssistantMessage): Promise<boolean> {
-  const { tools, signal } = state.input;
+export async function runTools(state: RunState, message: AssistantMessage, narration: string): Promise<boolean> {
+  const { tools, signal, journal, suspend, limits } = state.input;
+  const step = state.steps;
+  // The narration came with the model response: replayed when the response was.
+  let narrated = narration === '';
+  const narrate = () => {
+    if (narrated) return;
+    narrated = true;
+    emit(state, { type: 'narration', step, text: narration, ...(state.replay.model(step) && { replayed: true as const }) });
+  };
+
   for (const call of message.tool_calls ?? []) {
     if (call.type !== 'function') continue;
     if (signal.aborted) {
@@ -16,20 +33,43 @@ export async function runTools(state: RunState, message: AssistantMessage): Prom
       continue;
     }
     const { name, arguments: args } = call.function;
-    emit(state, { type: 'tool_start', step: state.steps, callId: call.id, name, args });
-    const started = Date.now();
-    const result = await runToolCall(tools, { name, arguments: args }, signal);
+    const callId = call.id;
+    const recorded = state.replay.result(callId);
+    if (recorded) {
+      narrate();
+      emit(state, { type: 'tool_start', step, callId, name, args, replayed: true });
+      state.toolCalls++;
+      append(state, { role: 'tool', tool_call_id: callId, content: recorded.content });
+      emit(state, { type: 'tool_end', step, callId, name, ok: recorded.ok, summary: recorded.summary, ms: recorded.ms, replayed: true });
+      continue;
+    }
+    if (suspend?.aborted) throw new RunSuspended('shutdown', 'the worker is stopping');
+
+    const tool = tools.find((t) => t.name === name);
+    const startedBefore = state.replay.wasStarted(callId);
+    const rerunnable = !tool || tool.readOnly === true;
+    let result: ToolResult;
+    let ms = 0;
+    if (startedBefore && !rerunnable) {
+      narrate();
+      emit(state, { type: 'tool_start', step, callId, name, args, replayed: true });
+      result = interruptedResult(name);
+    } else {
+      if (!startedBefore) {
+        journal?.record({ t: 'tool_start', step, callId, name, args, ...(tool?.readOnly && { readOnly: true }) });
+        await journal?.flush();
+      }
+      narrate();
+      emit(state, { type: 'tool_start', step, callId, name, args });
+      const started = Date.now();
+      result = await runToolCall(tools, { name, arguments: args }, signal, { ...(limits.toolTimeoutMs !== undefined && { timeoutMs: limits.toolTimeoutMs }) });
+      ms = Date.now() - started;
+    }
     state.toolCalls++;
-    append(state, { role: 'tool', tool_call_id: call.id, content: result.content });
-    emit(state, {
-      type: 'tool_end',
-      step: state.steps,
-      callId: call.id,
-      name,
-      ok: result.ok,
-      summary: result.summary,
-      ms: Date.now() - started,
-    });
+    append(state, { role: 'tool', tool_call_id: callId, content: result.content });
+    journal?.record({ t: 'tool_end', step, callId, name, ok: result.ok, content: result.content, summary: result.summary, ms });
+    emit(state, { type: 'tool_end', step, callId, name, ok: result.ok, summary: result.summary, ms });
   }
+  narrate();
   return !signal.aborted;
 }

@@ -14,7 +14,8 @@ export type FailureReason =
   | 'incomplete_turn'
   | 'empty_answer'
   | 'cancelled'
-  | 'worker_crashed';
+  | 'worker_crashed'
+  | 'run_timeout';
 
 export interface TokenUsage {
   promptTokens: number;
@@ -43,13 +44,17 @@ export interface RunOutcome {
   transcript: ChatMessage[];
 }
 
-/** Events the loop emits while it works; delivery and job logs subscribe. */
+/**
+ * Events the loop emits while it works; delivery and job logs subscribe. `replayed`: the step
+ * was read back from the journal of an earlier run of this turn, not done again (progress shows
+ * it, counters do not count it twice).
+ */
 export type AgentEvent =
-  | { type: 'model_call'; step: number }
+  | { type: 'model_call'; step: number; replayed?: true }
   /** The model's visible words that came with tool calls ("Let me look at the notes…"). */
-  | { type: 'narration'; step: number; text: string }
-  | { type: 'tool_start'; step: number; callId: string; name: string; args: string }
-  | { type: 'tool_end'; step: number; callId: string; name: string; ok: boolean; summary: string; ms: number }
+  | { type: 'narration'; step: number; text: string; replayed?: true }
+  | { type: 'tool_start'; step: number; callId: string; name: string; args: string; replayed?: true }
+  | { type: 'tool_end'; step: number; callId: string; name: string; ok: boolean; summary: string; ms: number; replayed?: true }
   | { type: 'model_retry'; step: number; attempt: number; delayMs: number; error: string }
   /** The loop told the model it repeated itself or answered nothing (once per kind per run). */
   | { type: 'nudge'; step: number; reason: 'repeat' | 'empty' }
@@ -66,6 +71,31 @@ export interface AgentLimits {
   modelRetries: number;
   /** Cap for one backoff delay, ms (Retry-After above it is clamped). */
   maxRetryDelayMs: number;
+  /** A tool call still running after this long becomes an error result (unset: no deadline). */
+  toolTimeoutMs?: number;
+}
+
+/**
+ * What the loop writes ahead into the turn's journal: each model response as received, each
+ * tool call before it starts, and its result after. A run that takes the turn over replays
+ * these instead of asking the model again or running a tool again.
+ */
+export type StepRecord =
+  | { t: 'model'; step: number; /** requests it took, retries included */ calls: number; response: Pick<ModelResponse, 'message' | 'stopReason' | 'usage'> }
+  | { t: 'tool_start'; step: number; callId: string; name: string; args: string; /** the tool only reads */ readOnly?: true }
+  | { t: 'tool_end'; step: number; callId: string; name: string; ok: boolean; content: string; summary: string; ms: number };
+
+/**
+ * The turn's step journal as the loop sees it (the queue keeps it in Redis under the session
+ * fence). `flush` must complete before a side effect: the loop calls it before each tool call
+ * and each model call. It rejects with a RunSuspended when the run no longer owns its turn.
+ */
+export interface StepJournal {
+  /** What earlier runs of this turn recorded, oldest first. */
+  readonly recorded: readonly StepRecord[];
+  /** Buffers a record for the next flush. */
+  record(entry: StepRecord): void;
+  flush(): Promise<void>;
 }
 
 /** The loop's dependencies. It knows nothing of channels, queues or Redis. */
@@ -79,6 +109,9 @@ export interface AgentRunInput {
   input: readonly ChatMessage[];
   limits: AgentLimits;
   signal: AbortSignal;
+  /** Aborted when the run should stop at its next step boundary and be resumed elsewhere (shutdown). */
+  suspend?: AbortSignal;
+  journal?: StepJournal;
   onEvent?: (event: AgentEvent) => void;
 }
 

@@ -1,3 +1,5 @@
+import type { PieceLedger, WriteFailure } from '../delivery/pieces.js';
+
 /**
  * The channel adapter contract: two halves behind one small interface.
  *
@@ -59,8 +61,14 @@ export interface OutboundAdapter {
   readonly editIntervalMs: number;
   /** How often a typing indicator must be refreshed; absent when the platform has none. */
   readonly typingIntervalMs?: number;
-  /** Posts a new message where `to` came from (thread / reply position); formats and splits. Returns the posted ids in order. */
-  post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]>;
+  /**
+   * Posts a new message where `to` came from (thread / reply position); formats and splits.
+   * Each piece goes through `ledger` (delivery/pieces.ts sendPieces), so delivering the same
+   * text again with the same ledger posts only what is not known posted. Returns the posted ids in order.
+   */
+  post(to: InboundMessage, text: string, kind: PostKind, ledger?: PieceLedger): Promise<string[]>;
+  /** What a failed write of this platform means: refused for good, unknown outcome, or worth retrying. */
+  classifyWriteError(err: unknown): WriteFailure;
   /** Replaces the text of a message this adapter posted. */
   edit(to: InboundMessage, messageId: string, text: string): Promise<void>;
   remove?(to: InboundMessage, messageId: string): Promise<void>;

@@ -33,10 +33,19 @@ export interface Config {
   adminToken: string | undefined;
   logLevel: Env['LOG_LEVEL'];
   queue: QueueConfig;
-  agent: { limits: AgentLimits; historyTokens: number };
+  agent: {
+    limits: AgentLimits;
+    historyTokens: number;
+    /** Wall-clock deadline of one agent run. */
+    runTimeoutMs: number;
+    /** Deadline of one tool call. */
+    toolTimeoutMs: number;
+  };
   admin: { readonly: boolean; metricsPublic: boolean; /** A worker-only process serves /metrics here (0: off). */ workerMetricsPort: number };
   /** Largest attachment a channel downloads into a workspace. */
   attachmentMaxBytes: number;
+  /** On SIGTERM/SIGINT, how long active runs may take to finish before they are left to other workers. */
+  shutdownGraceMs: number;
   channels: {
     telegram?: {
       token: string;
@@ -82,9 +91,12 @@ export function deriveConfig(env: Env): Config {
         maxRetryDelayMs: 60_000,
       },
       historyTokens: env.AGENT_HISTORY_TOKENS,
+      runTimeoutMs: env.AGENT_RUN_TIMEOUT_MS,
+      toolTimeoutMs: env.TOOL_TIMEOUT_MS,
     },
     admin: { readonly: env.ADMIN_READONLY, metricsPublic: env.METRICS_PUBLIC, workerMetricsPort: env.WORKER_METRICS_PORT },
     attachmentMaxBytes: env.ATTACHMENT_MAX_BYTES,
+    shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     channels: {
       ...(env.TELEGRAM_BOT_TOKEN && {
         telegram: {

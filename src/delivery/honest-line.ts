@@ -1,7 +1,14 @@
 import type { FailureReason } from '../agent/types.js';
 
+export interface HonestDetail {
+  maxSteps?: number;
+  runTimeoutMs?: number;
+  /** What the turn's journal shows was already done (one short line each), for worker_crashed. */
+  done?: readonly string[];
+}
+
 /** The one line a user reads when a run did not complete. Never blames the user; says what to do. */
-export function honestLine(reason: FailureReason | undefined, detail: { maxSteps?: number } = {}): string {
+export function honestLine(reason: FailureReason | undefined, detail: HonestDetail = {}): string {
   switch (reason) {
     case 'step_limit':
       return `I stopped after ${detail.maxSteps ?? 'the maximum number of'} steps without finishing. Ask me to continue, or narrow the request.`;
@@ -16,8 +23,18 @@ export function honestLine(reason: FailureReason | undefined, detail: { maxSteps
     case 'cancelled':
       return 'Stopped.';
     case 'worker_crashed':
-      return 'I could not process this message: every attempt crashed, so I gave up on it. Please send it again.';
+      if (detail.done?.length) {
+        return `I could not finish this: the worker running it crashed at the same step every time, so I stopped trying. Already done: ${detail.done.join('; ')}. Check that before asking me to repeat anything.`;
+      }
+      return 'I could not process this message: every attempt crashed before doing anything, so I gave up on it. Please send it again.';
+    case 'run_timeout':
+      return `I stopped: this took longer than ${limitText(detail.runTimeoutMs)}. Ask me to continue, or narrow the request.`;
     default:
       return 'The run failed for an unknown reason.';
   }
+}
+
+function limitText(ms: number | undefined): string {
+  if (ms === undefined) return 'the time limit';
+  return ms < 60_000 ? `the ${Math.max(1, Math.round(ms / 1000))}-second limit` : `the ${Math.round(ms / 60_000)}-minute limit`;
 }

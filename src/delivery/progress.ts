@@ -26,13 +26,23 @@ export class ProgressReporter {
   private stopped = false;
   private failures = 0;
   statusMessageId: string | undefined;
+  private readonly recordStatus: ((id: string) => Promise<void>) | undefined;
 
+  /**
+   * `status.id`: the status message an earlier run of this turn posted (a resumed run edits it);
+   * `status.record`: writes a newly posted status message's id down (the journal). When it
+   * refuses (the run lost its turn), the message is removed again rather than left behind.
+   */
   constructor(
     private readonly out: OutboundAdapter,
     private readonly to: InboundMessage,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
-  ) {}
+    status: { id?: string; record?: (id: string) => Promise<void> } = {},
+  ) {
+    this.statusMessageId = status.id;
+    this.recordStatus = status.record;
+  }
 
   start(): void {
     const { out } = this;
@@ -64,6 +74,17 @@ export class ProgressReporter {
     await this.chain;
   }
 
+  /** Records the new status message; one the run may not record (it lost its turn) is taken down. */
+  private async keep(id: string): Promise<void> {
+    try {
+      await this.recordStatus!(id);
+    } catch (err) {
+      this.stopped = true;
+      await this.out.remove?.(this.to, id).catch((e: unknown) => this.log.warn({ err: e }, 'could not remove an unrecorded status message'));
+      throw err;
+    }
+  }
+
   private schedule(): void {
     if (this.timer) return;
     // The first post goes out at once; edits, and any retry after a failure, keep the interval.
@@ -85,6 +106,7 @@ export class ProgressReporter {
     try {
       if (this.statusMessageId === undefined) {
         const [id] = await this.out.post(this.to, text, 'status');
+        if (id !== undefined && this.recordStatus) await this.keep(id);
         this.statusMessageId = id;
       } else {
         await this.out.edit(this.to, this.statusMessageId, text);

@@ -1,5 +1,7 @@
+import { RunSuspended } from '../agent/suspend.js';
 import type { InboundMessage, OutboundAdapter, DeliveredOutcome } from '../channels/types.js';
 import type { Logger } from '../log.js';
+import { memoryLedger, type PieceLedger } from './pieces.js';
 
 /**
  * A reply the run committed and must deliver: written in the same script that consumed the
@@ -21,15 +23,35 @@ export interface OutboxRecord {
   statusMessageId?: string;
 }
 
-/** Posts the reply, then tidies the status message and tells the adapter the run ended. Returns the posted ids. */
-export async function deliverReply(out: OutboundAdapter, record: OutboxRecord, log: Logger): Promise<string[]> {
+export interface DeliveryReport {
+  /** Platform ids of the pieces known posted, in order. */
+  posted: string[];
+  /** Set when the platform refused the reply for good: it is settled as undeliverable. */
+  undeliverable?: string;
+}
+
+/**
+ * Posts the reply through the ledger (only the pieces not known posted), then tidies the status
+ * message and tells the adapter the run ended. A refusal for good (chat gone, bot blocked) is
+ * reported, not thrown: nothing more can be done for this reply, and it must not hold its
+ * session. Anything else is thrown, and the delivery is tried again later with the same ledger.
+ */
+export async function deliverReply(out: OutboundAdapter, record: OutboxRecord, log: Logger, ledger: PieceLedger = memoryLedger()): Promise<DeliveryReport> {
   const kind = record.state === 'completed' ? 'answer' : 'notice';
-  const posted = await out.post(record.to, record.text, kind);
+  let report: DeliveryReport;
+  try {
+    report = { posted: await out.post(record.to, record.text, kind, ledger) };
+  } catch (err) {
+    if (err instanceof RunSuspended || out.classifyWriteError(err) !== 'refused') throw err;
+    log.warn({ err, run: record.runId }, 'the platform refused the reply for good; settled as undeliverable');
+    report = { posted: [], undeliverable: err instanceof Error ? err.message : String(err) };
+  }
   if (record.statusMessageId !== undefined && out.remove) {
     await out.remove(record.to, record.statusMessageId).catch((err: unknown) => log.warn({ err }, 'could not remove the status message'));
   }
+  if (report.undeliverable !== undefined) return report;
   const outcome: DeliveredOutcome = { runId: record.runId, state: record.state, messageIds: record.messageIds };
   if (record.reason !== undefined) outcome.reason = record.reason;
   await out.ended?.(record.to, outcome);
-  return posted;
+  return report;
 }

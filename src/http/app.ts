@@ -7,6 +7,8 @@ export interface HealthSources {
   redis: Redis;
   queue: RunQueue;
   channels: () => readonly InboundChannel[];
+  /** True once the gateway is shutting down: not ready, whatever else is fine. */
+  draining: () => boolean;
 }
 
 /** A readiness probe answers within its own deadline even when Redis hangs. */
@@ -26,17 +28,52 @@ export function createHttpApp(): Express {
   return app;
 }
 
+/** How long a refused platform is asked to wait before delivering again. */
+const DRAIN_RETRY_AFTER_S = 5;
+
+export interface DrainSwitch {
+  readonly draining: boolean;
+  drain(): void;
+}
+
+const isAdminPath = (path: string) => path === '/admin' || path.startsWith('/admin/');
+
 /**
- * /healthz: the process is alive. /readyz: Redis answers, every enabled channel is connected
- * (with when it last received an event) and at least one worker is connected to the queue;
- * 503 with the reasons otherwise.
+ * Mount before any webhook route. Once draining, every new inbound event (a POST outside /admin)
+ * is answered 503 with Retry-After, so the platform delivers it again, to another gateway once
+ * the load balancer sees /readyz fail, instead of to a process about to exit. Health, metrics
+ * and the admin API keep working for the operators.
+ */
+export function mountDrainSwitch(app: Express): DrainSwitch {
+  let draining = false;
+  app.use((req, res, next) => {
+    if (!draining || req.method !== 'POST' || isAdminPath(req.path)) return next();
+    // Closing the connection makes the platform's next attempt open a new one, which the balancer may send elsewhere.
+    res.set({ 'Retry-After': String(DRAIN_RETRY_AFTER_S), Connection: 'close' });
+    res.status(503).json({ ok: false, error: 'this gateway is shutting down, deliver again later' });
+  });
+  return {
+    get draining() {
+      return draining;
+    },
+    drain() {
+      draining = true;
+    },
+  };
+}
+
+/**
+ * /healthz: the process is alive. /readyz: the gateway is not draining, Redis answers, every
+ * enabled channel is connected (with when it last received an event) and at least one worker is
+ * connected to the queue; 503 with the reasons otherwise.
  */
 export function mountHealth(app: Express, sources: HealthSources): void {
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
   app.get('/readyz', async (_req, res) => {
-    const problems: string[] = [];
+    const draining = sources.draining();
+    const problems = draining ? ['draining: shutting down, not taking new events'] : [];
     let redis = 'ok';
     let workers = 0;
     try {
@@ -54,6 +91,6 @@ export function mountHealth(app: Express, sources: HealthSources): void {
         return [c.name, { ...h, ...(h.lastEventAt !== undefined && { lastEventAt: new Date(h.lastEventAt).toISOString() }) }];
       }),
     );
-    res.status(problems.length ? 503 : 200).json({ ok: problems.length === 0, problems, redis, workers, channels });
+    res.status(problems.length ? 503 : 200).json({ ok: problems.length === 0, problems, draining, redis, workers, channels });
   });
 }

@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../agent/types.js';
+import type { JournalEntry } from '../queue/journal.js';
 import type { RunRecord } from '../queue/run-record.js';
 import { escapeHtml as e, page } from './html.js';
 
@@ -20,6 +21,13 @@ function message(m: ChatMessage): string {
   return `<div class="msg ${e(m.role)}"><div class="role">${e(m.role)}${id}</div>${text ? `<pre>${e(text)}</pre>` : ''}${calls}</div>`;
 }
 
+/** One journal entry as a table row: its kind and the fields that say what happened. */
+function journalRow(entry: JournalEntry): string {
+  const { t, ...rest } = entry;
+  const detail = JSON.stringify(rest, (key, value: unknown) => (key === 'content' && typeof value === 'string' && value.length > 300 ? `${value.slice(0, 300)}…` : value));
+  return `<tr><td>${e(t)}</td><td><code>${e(detail)}</code></td></tr>`;
+}
+
 /** The run view: summary, transcript (user → assistant with tool calls → tool results → final), timeline, delivered ids. */
 export function renderRunView(run: RunRecord, links: { dashboard: string }): string {
   const seconds = ((run.endedAt - run.startedAt) / 1000).toFixed(2);
@@ -39,10 +47,14 @@ ${run.detail ? `<dt>detail</dt><dd>${e(run.detail)}</dd>` : ''}
 <dt>tokens</dt><dd>${run.usage.promptTokens} prompt + ${run.usage.completionTokens} completion = ${run.usage.totalTokens}</dd>
 <dt>messages</dt><dd>${run.messages.map((m) => `${e(m.platform)} ${e(m.id)}`).join('<br>')}</dd>
 <dt>delivered</dt><dd>${run.delivered.length ? run.delivered.map((id) => `<code>${e(id)}</code>`).join(', ') : '<span class="muted">nothing</span>'}</dd>
+${run.undeliverable ? `<dt>undeliverable</dt><dd>${e(run.undeliverable)}</dd>` : ''}
 </dl>
 <h2>Transcript</h2>
 ${run.transcript.map(message).join('\n')}
 <h2>Timeline</h2>
-<table><thead><tr><th>ms</th><th>step</th><th>event</th><th>tool</th><th>took ms</th><th>detail</th></tr></thead><tbody>${timeline}</tbody></table>`,
+<table><thead><tr><th>ms</th><th>step</th><th>event</th><th>tool</th><th>took ms</th><th>detail</th></tr></thead><tbody>${timeline}</tbody></table>
+<h2>Journal</h2>
+<p class="muted">What was written down before it happened: the turn's steps (from every run that worked on it), then each piece of the reply.</p>
+<table><thead><tr><th>entry</th><th>detail</th></tr></thead><tbody>${(run.journal ?? []).map(journalRow).join('')}</tbody></table>`,
   );
 }

@@ -16,7 +16,7 @@ export function countedOutbound(out: OutboundAdapter, metrics: Metrics): Outboun
   };
   const wrapped: OutboundAdapter = Object.create(out) as OutboundAdapter;
   return Object.assign(wrapped, {
-    post: (to, text, kind) => counted('post', kind, () => out.post(to, text, kind)),
+    post: (to, text, kind, ledger) => counted('post', kind, () => out.post(to, text, kind, ledger)),
     edit: (to, id, text) => counted('edit', 'edit', () => out.edit(to, id, text)),
   } satisfies Partial<OutboundAdapter>);
 }

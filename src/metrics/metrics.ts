@@ -20,6 +20,8 @@ export class Metrics {
   readonly tokens = new Counter({ name: 'switchboard_model_tokens_total', help: 'Model tokens by kind', labelNames: ['kind'], registers: [this.registry] });
   readonly toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers: [this.registry] });
   readonly deliveries = new Counter({ name: 'switchboard_deliveries_total', help: 'Messages posted or edited on a platform, by kind', labelNames: ['platform', 'kind'], registers: [this.registry] });
+  readonly undeliverable = new Counter({ name: 'switchboard_undeliverable_replies_total', help: 'Replies the platform refused for good (chat gone, bot blocked or removed), settled without delivery', labelNames: ['platform'], registers: [this.registry] });
+  readonly resumes = new Counter({ name: 'switchboard_resumed_turns_total', help: 'Turns a run took over from an earlier run of it (worker died, froze or stopped), resumed from the journal', registers: [this.registry] });
   readonly deliveryErrors = new Counter({ name: 'switchboard_delivery_errors_total', help: 'Platform calls that failed, by operation', labelNames: ['platform', 'operation'], registers: [this.registry] });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -41,7 +43,7 @@ export class Metrics {
 
   /** Per-event counters of one run. */
   onAgentEvent(event: AgentEvent): void {
-    if (event.type === 'tool_end') this.toolCalls.inc({ tool: event.name, outcome: event.ok ? 'ok' : 'error' });
+    if (event.type === 'tool_end' && !event.replayed) this.toolCalls.inc({ tool: event.name, outcome: event.ok ? 'ok' : 'error' });
   }
 
   onRunEnded(outcome: Pick<RunOutcome, 'state' | 'reason' | 'modelCalls' | 'usage'>, seconds: number): void {

@@ -27,6 +27,8 @@ export interface RunResult {
   usage: TokenUsage;
   /** Platform ids of the posted reply. */
   delivered: string[];
+  /** The platform refused the reply for good (chat gone, bot blocked): why. */
+  undeliverable?: string;
   ms: number;
 }
 

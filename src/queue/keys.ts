@@ -35,6 +35,13 @@ export class SessionKeys {
   outbox(session: string): string {
     return `${this.prefix}:s:${session}:outbox`;
   }
+  /**
+   * The step journal of the turn in progress (JSON entries, oldest first): what was done, written
+   * before it is repeated; after the commit, what was delivered of the reply. See journal.ts.
+   */
+  journal(session: string): string {
+    return `${this.prefix}:s:${session}:journal`;
+  }
   /** How many runs have started on each waiting message (message id → count): a message that kills its worker is not retried forever. */
   claims(session: string): string {
     return `${this.prefix}:s:${session}:claims`;

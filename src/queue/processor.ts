@@ -1,240 +1,159 @@
-import { UnrecoverableError, type Job } from 'bullmq';
-import type { AgentLimits, ChatMessage, ModelClient, RunOutcome } from '../agent/types.js';
-import { runAgent } from '../agent/loop.js';
-import { boundHistory, compactTurn } from '../agent/history.js';
-import { buildTools } from '../tools/index.js';
-import { Workspace } from '../tools/workspace.js';
+import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
+import type { ChatMessage, RunOutcome } from '../agent/types.js';
+import { RunSuspended } from '../agent/suspend.js';
+import { compactTurn } from '../agent/history.js';
 import type { OutboundAdapter } from '../channels/types.js';
-import { ProgressReporter } from '../delivery/progress.js';
-import { deliverReply, type OutboxRecord } from '../delivery/reply.js';
+import { deliverReply, type DeliveryReport, type OutboxRecord } from '../delivery/reply.js';
 import { honestLine } from '../delivery/honest-line.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics/metrics.js';
-import type { ActiveRuns } from './active-runs.js';
-import type { SessionKeys } from './keys.js';
-import type { ScriptedRedis } from './scripts.js';
-import { addRunJob, type RunQueue } from './run-queue.js';
+import { addRunJob } from './run-queue.js';
 import { forDisplay, jobName, type RunJobData, type RunResult } from './job-data.js';
-import { jobLogLine } from './run-log.js';
-import { saveAttachments } from './attachments.js';
-import { recordTranscript, runViewPath, timelineEntry, type RunStore, type TimelineEntry } from './run-record.js';
-import { selectTurn, toUserMessage, type ClaimedMessage, type Turn } from './turn.js';
+import { parseJournal, TurnJournal } from './journal.js';
+import { recordTranscript, runViewPath } from './run-record.js';
+import type { RunContext, RunDeps } from './run-context.js';
+import { executeTurn, type TurnResult } from './run-turn.js';
+import { SessionStore } from './session-store.js';
+import { selectTurn, toUserMessage, MAX_CLAIMS, type ClaimedMessage, type Turn } from './turn.js';
+import { doneSoFar } from './journal-summary.js';
 
-export interface RunDeps {
-  redis: ScriptedRedis;
-  queue: RunQueue;
-  keys: SessionKeys;
-  model: ModelClient;
-  system: string;
-  limits: AgentLimits;
-  historyTokens: number;
-  foldMax: number;
-  workspaceRoot: string;
-  attachmentMaxBytes: number;
-  outbound: (platform: string) => OutboundAdapter;
-  active: ActiveRuns;
-  log: Logger;
-  metrics?: Metrics;
-  runs: RunStore;
-}
+export type { RunDeps } from './run-context.js';
+export { RESET_ANSWER } from './run-turn.js';
+export { FencedError } from './session-store.js';
 
 /** Turns kept in a session's history list (the token budget picks from these). */
 const HISTORY_MAX_TURNS = 200;
 /** Tool results longer than this are cut when the turn is stored in history. */
 const HISTORY_TOOL_RESULT_CHARS = 2_000;
 
-export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
-
-/** The run refused to go on because another process now holds its job or session. */
-export class FencedError extends Error {
-  override readonly name = 'FencedError';
-}
-
 type Processor = (job: Job<RunJobData, RunResult>, token: string | undefined, signal?: AbortSignal) => Promise<RunResult>;
 
 /**
- * One job = one agent run of one session: claim the inbox head (fenced), run the loop with live
- * progress, commit the turn and the reply in one fenced script, deliver the reply, hand over.
- * Only a completed run completes the job; any other terminal state fails it with its reason.
+ * One job = one agent run of one session, in phases around one run context: claim the inbox head
+ * (fenced) → deliver a reply an earlier run left → run the turn, or resume it from its journal →
+ * commit the turn and the reply in one fenced script → deliver it, piece by piece through the
+ * journal → record. Only a completed run completes the job; any other terminal state fails it
+ * with its reason. A run stopped by a shutdown goes back to waiting, to be resumed by any worker.
  */
 export function createProcessor(deps: RunDeps): Processor {
   return async (job, token, signal) => {
     if (!token || job.id === undefined) throw new Error('a run needs a job id and a lock token');
-    const started = Date.now();
     const session = job.data.session;
     const jobId = job.id;
     const runId = `${jobId}.${job.attemptsStarted}`;
-    const log = deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId });
-    const k = deps.keys;
-    const lock = k.jobLock(jobId);
-    const owner = k.owner(session);
-    const base = { runId, session, messageIds: [], steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, delivered: [] };
+    const ctx: RunContext = {
+      deps, job, jobId, token, session, runId, started: Date.now(),
+      store: new SessionStore(deps.redis, deps.keys, session, { jobId, token }),
+      log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
+      ...(signal && { signal }),
+    };
+    const skipped = (reason: 'session_busy' | 'inbox_empty'): RunResult => ({ ...emptyResult(ctx), state: 'skipped', reason });
 
-    const claim = await deps.redis.sbClaim(lock, owner, k.inbox(session), k.claims(session), k.outbox(session), token, jobId, k.jobBase, deps.foldMax);
-    const status = Number(claim[0]);
-    if (status === -1) throw new FencedError('lost the job lock before the run started');
-    if (status === -2) {
-      await job.log(`session is held by run ${String(claim[1])}; this job leaves the inbox to it`);
-      log.info({ holder: claim[1] }, 'session busy, job skipped');
-      return { ...base, state: 'skipped', reason: 'session_busy', ms: Date.now() - started };
+    const claim = await ctx.store.claim(deps.foldMax);
+    if (claim.kind === 'busy') {
+      await job.log(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
+      ctx.log.info({ holder: claim.holder }, 'session busy, job skipped');
+      return skipped('session_busy');
     }
-    if (status === 0) return { ...base, state: 'skipped', reason: 'inbox_empty', ms: Date.now() - started };
-
-    const pending = String(claim[1]);
-    if (pending) await deliverPending(deps, pending, { lock, owner, token, jobId, session }, log);
-
-    const claimed: ClaimedMessage[] = [];
-    for (let i = 2; i < claim.length; i += 2) {
-      const raw = String(claim[i + 1]);
-      claimed.push({ claims: Number(claim[i]), raw, message: JSON.parse(raw) });
-    }
-    if (claimed.length === 0) {
-      await deps.redis.sbSettle(lock, owner, k.outbox(session), token, jobId, '', '1');
-      return { ...base, state: 'skipped', reason: 'inbox_empty', ms: Date.now() - started };
+    if (claim.kind === 'empty') return skipped('inbox_empty');
+    if (claim.pendingReply !== undefined) await deliverPending(ctx, claim.pendingReply, claim.journal);
+    if (claim.messages.length === 0) {
+      await ctx.store.settle('', true);
+      return skipped('inbox_empty');
     }
 
-    const turn = selectTurn(claimed);
+    const journal = new TurnJournal(ctx.store, claim.pendingReply === undefined ? parseJournal(claim.journal) : []);
+    const turn = await takeTurn(ctx, claim.messages, journal);
     const messages = turn.taken.map((c) => c.message);
-    deps.metrics?.queueWait.observe(Math.max(0, started - messages[0]!.receivedAt) / 1000);
+    deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
     // Independent round trips go out together: the history read and the job's data and log.
-    const storedHistory = deps.redis.lrange(k.history(session), 0, -1);
+    const storedHistory = deps.redis.lrange(deps.keys.history(session), 0, -1);
     await Promise.all([
       job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
-      job.log(`run ${runId} takes ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
+      job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
     ]);
-    log.info({ messages: messages.length, turn: turn.kind }, 'run started');
+    ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
 
     const to = messages[messages.length - 1]!;
     const out = deps.outbound(to.platform);
-    const { outcome, statusMessageId, timeline, jobLogs } = await executeTurn(deps, job, turn, session, storedHistory, out, log, signal);
-
+    const done = await runOrSuspend(ctx, turn, journal, storedHistory, out);
+    const text = replyText(deps, done.outcome, journal);
     const record: OutboxRecord = {
-      v: 1,
-      runId,
-      session,
-      to,
-      state: outcome.state,
-      text: outcome.state === 'completed' ? outcome.answer! : honestLine(outcome.reason, { maxSteps: deps.limits.maxSteps }),
-      messageIds: messages.map((m) => m.id),
-      ...(outcome.reason && { reason: outcome.reason }),
-      ...(statusMessageId !== undefined && { statusMessageId }),
+      v: 1, runId, session, to, state: done.outcome.state, text, messageIds: messages.map((m) => m.id),
+      ...(done.outcome.reason && { reason: done.outcome.reason }),
+      ...(done.statusMessageId !== undefined && { statusMessageId: done.statusMessageId }),
     };
-    const outboxJson = JSON.stringify(record);
-    const last = JSON.stringify({ runId, state: outcome.state, reason: outcome.reason, at: Date.now(), messageIds: record.messageIds, steps: outcome.steps, toolCalls: outcome.toolCalls });
-    const history = historyEntry(turn, outcome);
-    const ids = turn.taken.map((c) => c.message.id);
-    const raws = turn.taken.map((c) => c.raw);
-    const left = await deps.redis.sbCommit(
-      lock, owner, k.inbox(session), k.history(session), k.last(session), k.outbox(session), k.claims(session), k.pending,
-      token, jobId, history.mode, history.entry, HISTORY_MAX_TURNS, last, outboxJson, session, ids.length, ...ids, ...raws,
-    );
-    if (left < 0) throw new FencedError(`commit refused (${left === -1 ? 'job lock lost' : left === -2 ? 'session taken over' : 'inbox head changed'})`);
+    const outbox = JSON.stringify(record);
+    const left = await ctx.store.commit({
+      taken: turn.taken,
+      history: historyEntry(turn, done.outcome),
+      historyMax: HISTORY_MAX_TURNS,
+      last: JSON.stringify({ runId, state: done.outcome.state, reason: done.outcome.reason, at: Date.now(), messageIds: record.messageIds, steps: done.outcome.steps, toolCalls: done.outcome.toolCalls }),
+      outbox,
+    });
 
     // The turn is committed (the commit was the fence: a worker that froze past its lock stops
     // there): from here a crash re-delivers the outbox, it never re-runs the turn.
-    const delivered = await deliverReply(out, record, log);
-    await Promise.all([
-      deps.redis.sbSettle(lock, owner, k.outbox(session), token, jobId, outboxJson, '1'),
-      left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session }) : undefined,
-    ]);
-
-    const result: RunResult = {
-      ...base,
-      state: outcome.state,
-      messageIds: record.messageIds,
-      steps: outcome.steps,
-      modelCalls: outcome.modelCalls,
-      toolCalls: outcome.toolCalls,
-      usage: outcome.usage,
-      delivered,
-      ms: Date.now() - started,
-      ...(outcome.reason && { reason: outcome.reason }),
-      ...(outcome.detail && { detail: outcome.detail }),
-    };
-    log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms }, 'run ended');
-    deps.metrics?.onRunEnded(outcome, result.ms / 1000);
-    // The narration's job-log lines were written while the run went on; the last ones finish here.
-    await jobLogs;
-    await Promise.all([
-      deps.runs
-        .save({
-          v: 1, runId, jobId, session, startedAt: started, endedAt: Date.now(), state: outcome.state, messages: messages.map(forDisplay),
-          transcript: recordTranscript(outcome.transcript), timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
-          toolCalls: outcome.toolCalls, usage: outcome.usage, delivered,
-          ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
-        })
-        .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
-      job.log(`run view: ${runViewPath(runId)}`),
-    ]);
-    if (outcome.state !== 'completed') {
-      await job.log(`result ${JSON.stringify(result)}`);
-      throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
-    }
-    return result;
+    const delivery = new TurnJournal(ctx.store, []);
+    const report = await deliver(ctx, out, record, delivery);
+    await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session }) : undefined]);
+    return finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries]);
   };
 }
 
-async function executeTurn(
-  deps: RunDeps,
-  job: Job<RunJobData, RunResult>,
-  turn: Turn,
-  session: string,
-  storedHistory: Promise<string[]>,
-  out: OutboundAdapter,
-  log: Logger,
-  signal: AbortSignal | undefined,
-): Promise<{ outcome: RunOutcome; statusMessageId?: string; timeline: TimelineEntry[]; jobLogs: Promise<void> }> {
-  const plainInput = turn.taken.map((c) => toUserMessage(c.message));
-  const none = { steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, transcript: plainInput };
-  const timeline: TimelineEntry[] = [];
-  const jobLogs = Promise.resolve();
-  if (turn.kind === 'reset') return { outcome: { ...none, state: 'completed', answer: RESET_ANSWER }, timeline, jobLogs };
-  if (turn.kind === 'crashed') return { outcome: { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the message started too many runs that never finished' }, timeline, jobLogs };
-  const started = Date.now();
-
-  const controller = deps.active.register(session, job.id!);
-  const runSignal = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
-  const progress = new ProgressReporter(out, turn.taken[turn.taken.length - 1]!.message, log);
-  let logs = Promise.resolve();
-  try {
-    const stored = await storedHistory;
-    const history = boundHistory(stored.map((s) => JSON.parse(s) as ChatMessage[]), deps.historyTokens);
-    const workspace = Workspace.forScope(deps.workspaceRoot, session);
-    progress.start();
-    const messages = turn.taken.map((c) => c.message);
-    const saved = await saveAttachments(out, workspace, messages, deps.attachmentMaxBytes, runSignal, log);
-    const input = messages.map((m) => toUserMessage(m, saved));
-    const outcome = await runAgent({
-      model: deps.model,
-      tools: buildTools(workspace),
-      system: deps.system,
-      history,
-      input,
-      limits: deps.limits,
-      signal: runSignal,
-      onEvent: (event) => {
-        progress.onEvent(event);
-        deps.metrics?.onAgentEvent(event);
-        const entry = timelineEntry(event, Date.now() - started);
-        if (entry) timeline.push(entry);
-        const line = jobLogLine(event);
-        const step = 'step' in event ? event.step : undefined;
-        logs = logs
-          .then(async () => {
-            if (line) await job.log(line);
-            if (event.type === 'model_call' || event.type === 'tool_start') {
-              await job.updateProgress({ step, phase: event.type === 'model_call' ? 'model' : `tool ${event.name}` });
-            }
-          })
-          .catch((err: unknown) => log.warn({ err }, 'job log write failed'));
-      },
-    });
-    if (controller.signal.aborted && controller.signal.reason === 'lock_lost') throw new FencedError('lost the job lock during the run');
-    return { outcome, timeline, jobLogs: logs, ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }) };
-  } finally {
-    await progress.stop();
-    deps.active.unregister(session, job.id!);
+/** The turn this run answers: the one its journal began (the same messages), else the fold policy's. */
+async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: TurnJournal): Promise<Turn> {
+  const begun = journal.turn;
+  if (!begun) {
+    if (journal.entries.length > 0) await journal.discard();
+    return selectTurn(claimed);
   }
+  const taken = claimed.slice(0, begun.ids.length);
+  if (taken.length === begun.ids.length && taken.every((c, i) => c.message.id === begun.ids[i])) {
+    return taken[0]!.claims > MAX_CLAIMS ? { kind: 'crashed', taken } : { kind: 'agent', taken };
+  }
+  // Nothing but a manual edit of Redis gets here: the journal is not about the waiting messages.
+  ctx.log.error({ journalIds: begun.ids, head: claimed.map((c) => c.message.id) }, 'the journal names messages that are not at the inbox head; starting the turn afresh');
+  await journal.discard();
+  return selectTurn(claimed);
+}
+
+/** Runs the turn; a run stopped for a shutdown writes what it did and goes back to waiting for any worker. */
+async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: Promise<string[]>, out: OutboundAdapter): Promise<TurnResult> {
+  try {
+    return await executeTurn(ctx, turn, journal, history, out);
+  } catch (err) {
+    if (!(err instanceof RunSuspended) || err.why !== 'shutdown') throw err;
+    await journal.writeBuffer();
+    await ctx.job.moveToWait(ctx.token);
+    await ctx.job.log(`run ${ctx.runId} stopped at a step boundary for a shutdown; another run resumes it from the journal`);
+    ctx.log.info('run suspended for shutdown; the job waits for another worker');
+    throw new WaitingError();
+  }
+}
+
+/** The answer, or the honest line of how the run ended (naming what was done, when it crashed mid-way). */
+function replyText(deps: RunDeps, outcome: RunOutcome, journal: TurnJournal): string {
+  if (outcome.state === 'completed') return outcome.answer!;
+  return honestLine(outcome.reason, { maxSteps: deps.limits.maxSteps, runTimeoutMs: deps.runTimeoutMs, done: doneSoFar(journal.recorded) });
+}
+
+/** Delivers through the journal's ledger; a reply the platform refused for good is written down as such. */
+async function deliver(ctx: RunContext, out: OutboundAdapter, record: OutboxRecord, journal: TurnJournal): Promise<DeliveryReport> {
+  const report = await deliverReply(out, record, ctx.log, journal.ledger());
+  if (report.undeliverable !== undefined) {
+    await journal.write([{ t: 'undeliverable', error: report.undeliverable }]);
+    ctx.deps.metrics?.undeliverable.inc({ platform: record.to.platform });
+  }
+  const uncertain = journal.uncertainPieces;
+  if (uncertain.length > 0) ctx.log.warn({ pieces: uncertain }, 'some reply pieces have an unknown outcome and were not posted again');
+  return report;
+}
+
+/** A reply an earlier run committed but did not confirm delivered (its worker died): deliver what is missing. */
+async function deliverPending(ctx: RunContext, raw: string, journal: string[]): Promise<void> {
+  const record = JSON.parse(raw) as OutboxRecord;
+  ctx.log.warn({ pendingRun: record.runId, journaled: journal.length }, 'delivering the rest of a reply an earlier run committed');
+  await deliver(ctx, ctx.deps.outbound(record.to.platform), record, new TurnJournal(ctx.store, parseJournal(journal)));
+  await ctx.store.settle(raw, false);
 }
 
 /** What the session's history keeps of a turn: the whole exchange when completed, else the request and a note. */
@@ -246,16 +165,45 @@ function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'rese
   return { mode: 'append', entry: JSON.stringify([...users, note]) };
 }
 
-/** A reply an earlier run committed but did not confirm delivered (its worker died): deliver it now. */
-async function deliverPending(
-  deps: RunDeps,
-  raw: string,
-  fence: { lock: string; owner: string; token: string; jobId: string; session: string },
-  log: Logger,
-): Promise<void> {
-  const record = JSON.parse(raw) as OutboxRecord;
-  log.warn({ pendingRun: record.runId }, 'delivering a reply an earlier run committed but did not confirm');
-  await deliverReply(deps.outbound(record.to.platform), record, log);
-  const settled = await deps.redis.sbSettle(fence.lock, fence.owner, deps.keys.outbox(fence.session), fence.token, fence.jobId, raw, '0');
-  if (settled < 0) throw new FencedError('lost the session while delivering a pending reply');
+function emptyResult(ctx: RunContext): Omit<RunResult, 'state'> {
+  return { runId: ctx.runId, session: ctx.session, messageIds: [], steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, delivered: [], ms: Date.now() - ctx.started };
+}
+
+/** Logs, counts and records the run; fails the job unless the run completed. */
+async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: OutboxRecord, report: DeliveryReport, journal: TurnJournal['entries']): Promise<RunResult> {
+  const { outcome } = done;
+  const { deps, job, runId, log } = ctx;
+  const result: RunResult = {
+    ...emptyResult(ctx),
+    state: outcome.state,
+    messageIds: record.messageIds,
+    steps: outcome.steps,
+    modelCalls: outcome.modelCalls,
+    toolCalls: outcome.toolCalls,
+    usage: outcome.usage,
+    delivered: report.posted,
+    ...(outcome.reason && { reason: outcome.reason }),
+    ...(outcome.detail && { detail: outcome.detail }),
+    ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }),
+  };
+  log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms, undeliverable: report.undeliverable }, 'run ended');
+  deps.metrics?.onRunEnded(outcome, result.ms / 1000);
+  await done.jobLogs;
+  await Promise.all([
+    deps.runs
+      .save({
+        v: 1, runId, jobId: ctx.jobId, session: ctx.session, startedAt: ctx.started, endedAt: Date.now(), state: outcome.state, messages: turn.taken.map((c) => forDisplay(c.message)),
+        transcript: recordTranscript(outcome.transcript), timeline: done.timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
+        toolCalls: outcome.toolCalls, usage: outcome.usage, delivered: report.posted, journal,
+        ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
+        ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }),
+      })
+      .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
+    job.log(`run view: ${runViewPath(runId)}`),
+  ]);
+  if (outcome.state !== 'completed') {
+    await job.log(`result ${JSON.stringify(result)}`);
+    throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
+  }
+  return result;
 }

@@ -4,6 +4,11 @@ const clip = (s: string, max = 300) => (s.length > max ? `${s.slice(0, max - 1)}
 
 /** One job-log line per agent event: the narration and each tool call with its outcome, for the dashboard. */
 export function jobLogLine(event: AgentEvent): string | null {
+  const line = eventLine(event);
+  return line !== null && 'replayed' in event && event.replayed ? `(from the journal) ${line}` : line;
+}
+
+function eventLine(event: AgentEvent): string | null {
   switch (event.type) {
     case 'model_call':
       return `step ${event.step}: model call`;

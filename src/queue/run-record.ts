@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AgentEvent, ChatMessage, RunOutcome, TokenUsage } from '../agent/types.js';
 import type { InboundMessage } from '../channels/types.js';
+import type { JournalEntry } from './journal.js';
 
 /** One line of a run's timeline: what happened, when (ms after the run started). */
 export interface TimelineEntry {
@@ -12,6 +13,8 @@ export interface TimelineEntry {
   /** How long a tool call took. */
   durationMs?: number;
   text?: string;
+  /** Read back from the journal of an earlier run of the turn, not done again. */
+  replayed?: true;
 }
 
 /** Everything an operator needs to see why a run ended as it did. */
@@ -34,6 +37,10 @@ export interface RunRecord {
   usage: TokenUsage;
   /** Platform message ids of the delivered reply, in order. */
   delivered: string[];
+  /** The platform refused the reply for good: why. */
+  undeliverable?: string;
+  /** The turn's step journal and the reply's delivery journal, as this run saw and wrote them. */
+  journal?: JournalEntry[];
 }
 
 /** Run records are kept as long as failed jobs. */
@@ -42,6 +49,11 @@ const RECORD_TTL_SECONDS = 14 * 24 * 3600;
 const RECORD_TOOL_CHARS = 20_000;
 
 export function timelineEntry(event: AgentEvent, ms: number): TimelineEntry | null {
+  const entry = eventEntry(event, ms);
+  return entry && 'replayed' in event && event.replayed ? { ...entry, replayed: true } : entry;
+}
+
+function eventEntry(event: AgentEvent, ms: number): TimelineEntry | null {
   switch (event.type) {
     case 'model_call':
       return { ms, type: event.type, step: event.step };

@@ -55,9 +55,16 @@ export async function startRunWorker(
   return {
     worker,
     active,
+    /**
+     * Graceful: no new jobs; active runs stop at their next step boundary and go back to waiting
+     * (another worker resumes them from the journal) or finish delivering. Forced: active runs
+     * are left to expire their locks and be resumed elsewhere.
+     */
     async close(force = false) {
       clearInterval(timer);
-      await worker.close(force);
+      const closed = worker.close(force);
+      if (!force) active.suspendAll();
+      await closed;
       subscriber.disconnect();
     },
   };

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import { CHANNELS, type InboundChannel } from '../channels/registry.js';
 import { Intake } from '../channels/intake.js';
-import { createHttpApp, mountHealth } from '../http/app.js';
+import { createHttpApp, mountDrainSwitch, mountHealth } from '../http/app.js';
 import { connectRedis } from '../queue/connection.js';
 import { SessionControl } from '../queue/control.js';
 import { SessionKeys } from '../queue/keys.js';
@@ -14,6 +14,18 @@ import { Metrics } from '../metrics/metrics.js';
 import { mountAdmin } from '../http/admin.js';
 import { RunStore } from '../queue/run-record.js';
 
+export interface GatewayRole extends Role {
+  server: Server;
+  channels: InboundChannel[];
+  intake: Intake;
+  /**
+   * The first step of a graceful stop: refuses new webhook events (503, for the platform to
+   * deliver them to another gateway), reports not ready, and stops the channels' connections
+   * (polling, sockets). The HTTP server and the admin API stay up until close().
+   */
+  drain(): Promise<void>;
+}
+
 /**
  * The gateway role: the HTTP server (health, webhooks) and the inbound half of every enabled
  * channel, each handing normalised messages to the intake.
@@ -23,7 +35,7 @@ export async function startGatewayRole(
   redisUrl: string,
   log: Logger,
   options: { metrics?: Metrics } = {},
-): Promise<Role & { server: Server; channels: InboundChannel[]; intake: Intake }> {
+): Promise<GatewayRole> {
   const metrics = options.metrics ?? new Metrics();
   const redis = connectRedis(redisUrl, 'switchboard-gateway', log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
@@ -33,8 +45,9 @@ export async function startGatewayRole(
   const intake = new Intake(producer, control, log, metrics);
   metrics.queueDepth(() => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'));
   const app = createHttpApp();
+  const drainSwitch = mountDrainSwitch(app);
   const channels: InboundChannel[] = [];
-  mountHealth(app, { redis, queue, channels: () => channels });
+  mountHealth(app, { redis, queue, channels: () => channels, draining: () => drainSwitch.draining });
   mountAdmin(app, {
     token: config.adminToken,
     readonly: config.admin.readonly,
@@ -59,16 +72,33 @@ export async function startGatewayRole(
   const address = server.address();
   log.info({ port: typeof address === 'object' && address ? address.port : config.port, channels: channels.map((c) => c.name) }, 'gateway listening');
   await Promise.all(channels.map((c) => c.start()));
+
+  let drained: Promise<void> | undefined;
+  const drain = () => {
+    if (!drained) {
+      log.info('draining: refusing new webhook events, stopping the channels');
+      drainSwitch.drain();
+      drained = Promise.all(channels.map((c) => c.stop().catch((err: unknown) => log.error({ err, channel: c.name }, 'channel stop failed')))).then(() => undefined);
+    }
+    return drained;
+  };
+  let closed: Promise<void> | undefined;
+  const shutdown = async () => {
+    await drain();
+    // server.close() also closes idle keep-alive connections and lets requests in flight finish.
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await queue.close();
+    redis.disconnect();
+  };
   return {
     server,
     channels,
     intake,
-    async close() {
-      await Promise.all(channels.map((c) => c.stop().catch((err: unknown) => log.error({ err, channel: c.name }, 'channel stop failed'))));
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await queue.close();
-      redis.disconnect();
+    drain,
+    async close(force = false) {
+      // A webhook request cut before its answer is delivered again by its platform.
+      if (force) server.closeAllConnections();
+      await (closed ??= shutdown());
     },
   };
 }

@@ -23,6 +23,7 @@ export function createListFilesTool(ws: Workspace, limits: Partial<typeof LIST_L
   const { maxEntries, maxScanned, maxDepth } = { ...LIST_LIMITS, ...limits };
   return {
     name: 'list_files',
+    readOnly: true,
     description: `List a directory, sorted; directories end with "/", symlinks with "@". Skips ${[...SKIP_DIRS].join(', ')} contents.`,
     schema,
     async execute({ path, recursive }, { signal }) {

@@ -25,6 +25,7 @@ export function createReadFileTool(ws: Workspace, limits: Partial<typeof READ_LI
   const { maxFileBytes, maxOutputBytes, maxLines, maxLineChars } = { ...READ_LIMITS, ...limits };
   return {
     name: 'read_file',
+    readOnly: true,
     description: `Read a text file. Output is cut at ${maxLines} lines or ${formatBytes(maxOutputBytes)}; use offset/limit for more.`,
     schema,
     async execute({ path, offset = 1, limit }, { signal }) {

@@ -7,11 +7,20 @@ export const MAX_RESULT_CHARS = 60_000;
 /** How much of the model's bad input is quoted back to it. */
 const MAX_ECHO_CHARS = 500;
 
+export interface RunToolOptions {
+  /**
+   * The call's deadline. The tool's signal aborts when it passes, and the call resolves as timed
+   * out then even if the tool ignores its signal (the tool is abandoned, not awaited).
+   */
+  timeoutMs?: number;
+}
+
 /** Runs one model tool call. Never throws: every failure becomes an `ok: false` result. */
 export async function runToolCall(
   tools: readonly Tool[],
   call: { name: string; arguments: string },
   signal: AbortSignal,
+  options: RunToolOptions = {},
 ): Promise<ToolResult> {
   const name = clip(String(call.name), 80);
   const tool = tools.find((t) => t.name === call.name);
@@ -38,18 +47,52 @@ export async function runToolCall(
     return failure(name, target, detail, `invalid arguments (${clip(paths, 60)})`);
   }
 
+  const deadline = options.timeoutMs === undefined ? undefined : startDeadline(options.timeoutMs);
   try {
     signal.throwIfAborted();
-    const content = await tool.execute(parsed.data, { signal });
+    const toolSignal = deadline ? AbortSignal.any([signal, deadline.signal]) : signal;
+    const running = tool.execute(parsed.data, { signal: toolSignal });
+    const content = await (deadline ? untilAborted(running, deadline.signal) : running);
     const bounded = content.length > MAX_RESULT_CHARS
       ? `${content.slice(0, MAX_RESULT_CHARS)}\n[Result cut at ${MAX_RESULT_CHARS} characters.]`
       : content;
     return { ok: true, content: bounded, summary: okSummary(name, target, bounded) };
   } catch (err) {
+    // The caller's abort wins over the deadline: a stopped run reports "cancelled", not a timeout.
     if (signal.aborted) return failure(name, target, 'cancelled', 'cancelled');
+    if (deadline?.signal.aborted) {
+      const detail = `${tool.name} timed out after ${formatSeconds(deadline.ms)} s; it may have done part of its work. Try a smaller or narrower request.`;
+      return failure(name, target, detail, 'timed out');
+    }
     const message = err instanceof ToolError ? err.message : describeError(err);
     return failure(name, target, message, clip(message.split('\n')[0]!, 80));
+  } finally {
+    deadline?.cancel();
   }
+}
+
+/** An AbortSignal that aborts (with a TimeoutError, as AbortSignal.timeout does) after `ms`, unless cancelled first. */
+function startDeadline(ms: number): { ms: number; signal: AbortSignal; cancel(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`timed out after ${ms} ms`, 'TimeoutError')), ms);
+  return { ms, signal: controller.signal, cancel: () => clearTimeout(timer) };
+}
+
+/**
+ * Settles with `work`, or rejects as soon as `signal` aborts even if `work` never settles. The
+ * abandoned promise keeps its handlers, so its later rejection is not an unhandled one.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** 60000 → "60", 1500 → "1.5". */
+function formatSeconds(ms: number): string {
+  return String(Number((ms / 1000).toFixed(1)));
 }
 
 function failure(name: string, target: string, message: string, short: string): ToolResult {

@@ -35,6 +35,7 @@ export function createSearchFilesTool(ws: Workspace, limits: Partial<typeof SEAR
   const lim = { ...SEARCH_LIMITS, ...limits };
   return {
     name: 'search_files',
+    readOnly: true,
     description: `Search file contents by regex; returns "path:line: text", up to ${lim.maxMatches} matches. Skips binary files, .git, node_modules.`,
     schema,
     async execute({ pattern, path, name, ignore_case }, { signal }) {

@@ -13,6 +13,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
   readonly schema: S;
+  /**
+   * The tool only reads (list, read, search): a run that resumes a turn may simply run it again
+   * when its earlier start has no recorded result. Any other tool is side-effecting.
+   */
+  readonly readOnly?: boolean;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<string>;
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runAgent } from '../../src/agent/loop.js';
 import { createOpenAIModel } from '../../src/agent/openai-model.js';
-import type { AgentEvent, AgentLimits, ChatMessage, RunOutcome } from '../../src/agent/types.js';
+import type { AgentEvent, AgentLimits, ChatMessage, RunOutcome, StepJournal } from '../../src/agent/types.js';
 import { buildTools } from '../../src/tools/index.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import type { Tool } from '../../src/tools/types.js';
@@ -28,6 +28,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   history?: ChatMessage[];
   timeoutMs?: number;
+  journal?: StepJournal;
+  suspend?: AbortSignal;
   onEvent?: (e: AgentEvent) => void;
 }
 
@@ -67,6 +69,8 @@ export async function startHarness(files: Record<string, string> = {}): Promise<
         input: [{ role: 'user', content: text }],
         limits: { ...TEST_LIMITS, ...opts.limits },
         signal: opts.signal ?? new AbortController().signal,
+        ...(opts.journal && { journal: opts.journal }),
+        ...(opts.suspend && { suspend: opts.suspend }),
         onEvent: (e) => {
           events.push(e);
           opts.onEvent?.(e);

@@ -35,6 +35,16 @@ describe('defaults', () => {
     expect(c.adminToken).toBeUndefined();
     expect(c.model).toEqual({ apiKey: undefined, baseURL: undefined, name: 'gpt-4.1-mini', stream: false, timeoutMs: 120_000 });
     expect(c.channels).toEqual({});
+    expect(c.agent.runTimeoutMs).toBe(900_000);
+    expect(c.agent.toolTimeoutMs).toBe(60_000);
+    expect(c.shutdownGraceMs).toBe(30_000);
+  });
+
+  it('the run and tool deadlines and the shutdown grace accept their smallest values', () => {
+    const c = config({ AGENT_RUN_TIMEOUT_MS: '1000', TOOL_TIMEOUT_MS: '100', SHUTDOWN_GRACE_MS: '0' });
+    expect(c.agent.runTimeoutMs).toBe(1000);
+    expect(c.agent.toolTimeoutMs).toBe(100);
+    expect(c.shutdownGraceMs).toBe(0);
   });
 
   it('WORKSPACE_ROOT is resolved to an absolute path', () => {
@@ -115,6 +125,12 @@ describe('one clear line per wrong value', () => {
     [{ AGENT_MAX_STEPS: '0' }, 'AGENT_MAX_STEPS', /must be a whole number from 1 to 500 \(got "0"\)$/],
     [{ AGENT_MAX_STEPS: 'abc' }, 'AGENT_MAX_STEPS', /must be a whole number from 1 to 500 \(got "abc"\)$/],
     [{ WORKER_CONCURRENCY: '-1' }, 'WORKER_CONCURRENCY', /must be a whole number from 1 to 1000 \(got "-1"\)$/],
+    [{ AGENT_RUN_TIMEOUT_MS: '999' }, 'AGENT_RUN_TIMEOUT_MS', /must be a whole number from 1000 to 86400000 \(got "999"\)$/],
+    [{ AGENT_RUN_TIMEOUT_MS: '15m' }, 'AGENT_RUN_TIMEOUT_MS', /must be a whole number from 1000 to 86400000 \(got "15m"\)$/],
+    [{ TOOL_TIMEOUT_MS: '99' }, 'TOOL_TIMEOUT_MS', /must be a whole number from 100 to 3600000 \(got "99"\)$/],
+    [{ TOOL_TIMEOUT_MS: '1.5' }, 'TOOL_TIMEOUT_MS', /must be a whole number from 100 to 3600000 \(got "1\.5"\)$/],
+    [{ SHUTDOWN_GRACE_MS: '-1' }, 'SHUTDOWN_GRACE_MS', /must be a whole number from 0 to 3600000 \(got "-1"\)$/],
+    [{ SHUTDOWN_GRACE_MS: '4000000' }, 'SHUTDOWN_GRACE_MS', /must be a whole number from 0 to 3600000 \(got "4000000"\)$/],
     [{ MODEL_STREAM: 'maybe' }, 'MODEL_STREAM', /must be 1 or 0 \(true\/false\) \(got "maybe"\)$/],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL', /must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)$/],
     [{ QUEUE_PREFIX: 'switchboard' }, 'QUEUE_PREFIX', /must be a Redis hash tag such as \{switchboard\}.* \(got "switchboard"\)$/],

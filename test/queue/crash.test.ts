@@ -60,15 +60,15 @@ describe('worker crashes', () => {
     h = await PipelineHarness.start('poison', { env: FAST_LOCKS });
     const poison = h.message('p', 'p poison');
     const session = sessionKeyOf({ platform: 'terminal', conversation: 'p' });
-    // As if MAX_CLAIMS earlier runs had taken it and died.
-    await h.redis.hset(h.keys.claims(session), poison.id, String(MAX_CLAIMS));
+    // As if MAX_CLAIMS earlier runs had taken it and died before journaling anything (the journal still empty).
+    await h.redis.hset(h.keys.claims(session), poison.id, String(MAX_CLAIMS), `${poison.id}@`, '0');
     await h.producer.enqueue(poison);
     const next = await h.send('p', 'p next');
     await h.addWorkers(1);
     await h.waitEnded(['p'], [poison.id, next.id]);
     const events = await h.events('p');
     const posts = events.filter((e) => e.type === 'post').map((e) => (e.type === 'post' ? `${e.kind}: ${e.text}` : ''));
-    expect(posts[0]).toMatch(/^notice: I could not process this message: every attempt crashed/);
+    expect(posts[0]).toMatch(/^notice: I could not process this message: every attempt crashed before doing anything/);
     expect(posts[1]).toBe('answer: ack p next');
     const failed = await h.queue.getJobs(['failed']);
     expect(failed.map((j) => j.failedReason)).toEqual([expect.stringMatching(/^failed: worker_crashed/)]);

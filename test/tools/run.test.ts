@@ -17,7 +17,7 @@ afterEach(async () => {
 
 const call = (name: string, args: unknown) => ({ name, arguments: typeof args === 'string' ? args : JSON.stringify(args) });
 
-function fakeTool(execute: () => Promise<string>): Tool {
+function fakeTool(execute: Tool['execute']): Tool {
   return { name: 'fake', description: 'A fake tool', schema: z.object({ path: z.string() }), execute };
 }
 
@@ -124,5 +124,73 @@ describe('runToolCall', () => {
     expect(result.ok).toBe(true);
     expect(result.content.length).toBeLessThan(MAX_RESULT_CHARS + 100);
     expect(result.content.endsWith(`[Result cut at ${MAX_RESULT_CHARS} characters.]`)).toBe(true);
+  });
+});
+
+describe('runToolCall with a deadline', () => {
+  const timedOut = {
+    ok: false,
+    content: 'Error: fake timed out after 0.1 s; it may have done part of its work. Try a smaller or narrower request.',
+    summary: 'fake x → error: timed out',
+  };
+
+  /** Resolves when `signal` aborts, with its reason. */
+  const aborted = (signal: AbortSignal) => new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+
+  it('aborts the signal of a tool that respects it, and reports the timeout', async () => {
+    let reason: unknown;
+    const tool = fakeTool(async (_args, { signal }) => {
+      reason = await aborted(signal);
+      throw reason;
+    });
+    expect(await runToolCall([tool], call('fake', { path: 'x' }), sb.signal, { timeoutMs: 100 })).toEqual(timedOut);
+    expect(reason).toBeInstanceOf(DOMException);
+    expect((reason as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('answers at the deadline when the tool ignores its signal, and its later failure is not unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let settled!: () => void;
+      const late = new Promise<void>((resolve) => (settled = resolve));
+      const tool = fakeTool(
+        () =>
+          new Promise<string>((_, reject) =>
+            setTimeout(() => {
+              reject(new Error('failed long after its deadline'));
+              settled();
+            }, 400),
+          ),
+      );
+      const started = Date.now();
+      expect(await runToolCall([tool], call('fake', { path: 'x' }), sb.signal, { timeoutMs: 100 })).toEqual(timedOut);
+      expect(Date.now() - started).toBeLessThan(350);
+      await late;
+      // Unhandled rejections are reported after the microtask queue drains.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('a tool that finishes in time returns its result', async () => {
+    const tool = fakeTool(async () => 'done');
+    expect(await runToolCall([tool], call('fake', { path: 'x' }), sb.signal, { timeoutMs: 100 })).toEqual({ ok: true, content: 'done', summary: 'fake x → done' });
+  });
+
+  it("the caller's abort is still reported as cancelled", async () => {
+    const ac = new AbortController();
+    const tool = fakeTool(async (_args, { signal }) => {
+      throw await aborted(signal);
+    });
+    setTimeout(() => ac.abort(), 20);
+    expect(await runToolCall([tool], call('fake', { path: 'x' }), ac.signal, { timeoutMs: 10_000 })).toEqual({
+      ok: false,
+      content: 'Error: cancelled',
+      summary: 'fake x → error: cancelled',
+    });
   });
 });

@@ -5,6 +5,7 @@ import { progressLine } from '../../src/delivery/progress-lines.js';
 import { honestLine } from '../../src/delivery/honest-line.js';
 import { ProgressReporter } from '../../src/delivery/progress.js';
 import { deliverReply, type OutboxRecord } from '../../src/delivery/reply.js';
+import type { WriteFailure } from '../../src/delivery/pieces.js';
 import type { AgentEvent, FailureReason, RunOutcome } from '../../src/agent/types.js';
 import type { DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../../src/channels/types.js';
 import type { Logger } from '../../src/log.js';
@@ -67,6 +68,11 @@ class FakeOutbound implements OutboundAdapter {
     this.calls.push({ op: 'post', at: Date.now(), text, kind, id });
     await this.delay();
     return [id];
+  }
+
+  /** Errors whose message says "refused" are refusals for good; anything else may be retried. */
+  classifyWriteError(err: unknown): WriteFailure {
+    return err instanceof Error && err.message.includes('refused') ? 'refused' : 'retry';
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
@@ -157,7 +163,7 @@ describe('progressLine', () => {
 });
 
 describe('honestLine', () => {
-  const REASONS: FailureReason[] = ['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed'];
+  const REASONS: FailureReason[] = ['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed', 'run_timeout'];
 
   it('has a distinct, non-empty, single line for every failure reason', () => {
     const lines = REASONS.map((r) => honestLine(r, { maxSteps: 20 }));
@@ -174,6 +180,18 @@ describe('honestLine', () => {
     expect(honestLine('step_limit', { maxSteps: 20 })).toContain('I stopped after 20 steps without finishing');
     expect(honestLine('step_limit', { maxSteps: 7 })).toContain('after 7 steps');
     expect(honestLine('step_limit')).toContain('the maximum number of steps');
+  });
+
+  it('worker_crashed says what was already done, and asks for a resend only when nothing was', () => {
+    const done = honestLine('worker_crashed', { done: ['edit_file log.txt → Edited log.txt at line 3', 'write_file out.md started, outcome unknown'] });
+    expect(done).toContain('Already done: edit_file log.txt → Edited log.txt at line 3; write_file out.md started, outcome unknown.');
+    expect(done).not.toMatch(/send it again/);
+    expect(honestLine('worker_crashed')).toMatch(/before doing anything.*Please send it again/);
+  });
+
+  it('run_timeout names the limit', () => {
+    expect(honestLine('run_timeout', { runTimeoutMs: 15 * 60_000 })).toContain('longer than the 15-minute limit');
+    expect(honestLine('run_timeout', { runTimeoutMs: 1_500 })).toContain('longer than the 2-second limit');
   });
 
   it('says something when the reason is unknown', () => {
@@ -517,8 +535,8 @@ describe('deliverReply', () => {
 
   it('posts a completed run as an answer, removes the status message, and reports the outcome', async () => {
     const out = new ReplyOutbound(EDIT);
-    const posted = await deliverReply(out, record({ statusMessageId: 'status-7', messageIds: ['m-1', 'm-2'] }), memoryLogger().log);
-    expect(posted).toEqual(['msg-1']);
+    const report = await deliverReply(out, record({ statusMessageId: 'status-7', messageIds: ['m-1', 'm-2'] }), memoryLogger().log);
+    expect(report).toEqual({ posted: ['msg-1'] });
     expect(strip(out.calls)).toEqual([
       { op: 'post', text: 'Here is the answer.', kind: 'answer', id: 'msg-1' },
       { op: 'remove', id: 'status-7' },
@@ -549,8 +567,8 @@ describe('deliverReply', () => {
 
   it('an adapter that cannot remove leaves the status message; one without ended is fine', async () => {
     const out = new FakeOutbound(EDIT);
-    const posted = await deliverReply(out, record({ statusMessageId: 's', state: 'failed', reason: 'model_error', text: 'x' }), memoryLogger().log);
-    expect(posted).toEqual(['msg-1']);
+    const report = await deliverReply(out, record({ statusMessageId: 's', state: 'failed', reason: 'model_error', text: 'x' }), memoryLogger().log);
+    expect(report.posted).toEqual(['msg-1']);
     expect(strip(out.calls)).toEqual([{ op: 'post', text: 'x', kind: 'notice', id: 'msg-1' }]);
   });
 
@@ -570,5 +588,17 @@ describe('deliverReply', () => {
     };
     await expect(deliverReply(out, record({ statusMessageId: 's' }), memoryLogger().log)).rejects.toThrow('platform down');
     expect(out.calls).toEqual([]);
+  });
+
+  it('a reply the platform refuses for good is reported undeliverable, not thrown: the status message goes, nothing says it ended well', async () => {
+    const out = new ReplyOutbound(EDIT);
+    out.post = async () => {
+      throw new Error('403 refused: bot was blocked by the user');
+    };
+    const log = memoryLogger();
+    const report = await deliverReply(out, record({ statusMessageId: 's' }), log.log);
+    expect(report).toEqual({ posted: [], undeliverable: '403 refused: bot was blocked by the user' });
+    expect(strip(out.calls)).toEqual([{ op: 'remove', id: 's' }]);
+    expect(log.lines().map((l) => l.msg)).toContain('the platform refused the reply for good; settled as undeliverable');
   });
 });

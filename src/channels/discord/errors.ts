@@ -1,3 +1,5 @@
+import type { WriteFailure } from '../../delivery/pieces.js';
+
 /**
  * Discord REST failures, by cause. `classify` maps one HTTP response to one of them; the retry
  * helper (rest.ts) decides from the class alone. Messages name the route with any webhook or
@@ -67,6 +69,18 @@ export function classify(route: string, status: number, body: unknown, retryAfte
  */
 export function interactionGone(err: unknown): boolean {
   return err instanceof DiscordApiError && (err.status === 401 || err.status === 404);
+}
+
+/**
+ * What a failed message write means for a reply (see delivery/pieces.ts): 403/404/400 are
+ * refusals for good (missing access, unknown channel, cannot message this user); no answer or a
+ * 5xx may have posted it; a 429 or a bad bot token (the operator fixes it) did not.
+ */
+export function discordWriteFailure(err: unknown): WriteFailure {
+  if (err instanceof DiscordNetworkError) return 'unknown';
+  if (err instanceof DiscordRateLimitError || !(err instanceof DiscordApiError)) return 'retry';
+  if (err.status >= 500) return 'unknown';
+  return err.status === 400 || err.status === 403 || err.status === 404 ? 'refused' : 'retry';
 }
 
 /**

@@ -5,7 +5,8 @@ import { splitMessage } from '../../delivery/chunk.js';
 import { honestLine } from '../../delivery/honest-line.js';
 import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
 import { downloadAttachment } from './download.js';
-import { DiscordApiError, interactionGone, safeError } from './errors.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { DiscordApiError, discordWriteFailure, interactionGone, safeError } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
 import { interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, type InteractionRef } from './ids.js';
 import type { DiscordRest } from './rest.js';
@@ -24,6 +25,13 @@ export function foldedNote(outcome: Pick<DeliveredOutcome, 'state' | 'reason'>):
 
 interface Posted {
   id: string;
+}
+
+/** The interaction's webhook stopped taking messages at this piece. */
+class InteractionGoneAt extends Error {
+  constructor(readonly index: number) {
+    super(`the interaction stopped taking messages at piece ${index}`);
+  }
 }
 
 export interface DiscordOutboundOptions {
@@ -66,13 +74,17 @@ export class DiscordOutbound implements OutboundAdapter {
     this.now = options.now ?? Date.now;
   }
 
-  async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {
+  async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     const ref = interactionOf(to);
     if (ref && this.usable(ref)) {
-      const posted = await this.postToInteraction(ref, to, text, kind);
+      const posted = await this.postToInteraction(ref, to, text, kind, ledger);
       if (posted) return posted;
     }
-    return this.postToChannel(to, text, kind, ref);
+    return this.postToChannel(to, text, kind, ref, ledger);
+  }
+
+  classifyWriteError(err: unknown): WriteFailure {
+    return discordWriteFailure(err);
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
@@ -149,58 +161,88 @@ export class DiscordOutbound implements OutboundAdapter {
   }
 
   /** Null when the interaction refused the first write: the caller posts everything in the channel. */
-  private async postToInteraction(ref: InteractionRef, to: InboundMessage, text: string, kind: PostKind): Promise<string[] | null> {
+  private async postToInteraction(ref: InteractionRef, to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger): Promise<string[] | null> {
     if (kind === 'status') return (await this.hook(ref, () => this.editOriginal(ref, fitStatus(text)))) ? [ORIGINAL] : null;
     if (kind === 'notice') {
       // Only the user who ran the command sees a failure line; the deferred response goes away.
-      const ids: string[] = [];
-      for (const piece of splitMessage(text, MESSAGE_LIMIT)) {
-        const posted = await this.hook(ref, () => this.followUp(ref, piece, EPHEMERAL));
-        if (!posted) return ids.length ? ids : null;
-        ids.push(posted.id);
-      }
+      const pieces = splitMessage(text, MESSAGE_LIMIT);
+      const ids = await this.interactionPieces(ref, pieces, ledger, false, (piece) => this.followUp(ref, piece, EPHEMERAL));
+      if (ids.gone === 0) return null;
       await this.hook(ref, () => this.rest.request('DELETE', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false })).catch((err: unknown) =>
         this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not delete the deferred response'),
       );
-      return ids;
+      return ids.posted;
     }
     const pieces = splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT);
-    const ids: string[] = [];
-    for (const [i, piece] of pieces.entries()) {
-      const posted = await this.hook(ref, () => (i === 0 ? this.editOriginal(ref, piece) : this.followUp(ref, piece)));
-      if (!posted) {
-        if (i === 0) return null;
-        return [...ids, ...(await this.channelPieces(to, pieces.slice(i), kind, i))];
-      }
-      ids.push(i === 0 ? ORIGINAL : posted.id);
-    }
-    return ids;
+    const sent = await this.interactionPieces(ref, pieces, ledger, true, (piece, i) => (i === 0 ? this.editOriginal(ref, piece) : this.followUp(ref, piece)));
+    if (sent.gone === 0) return null;
+    if (sent.gone === undefined) return sent.posted;
+    return [...sent.posted, ...(await this.channelPieces(to, pieces.slice(sent.gone), kind, ledger, sent.gone))];
   }
 
-  private async postToChannel(to: InboundMessage, text: string, kind: PostKind, ref: InteractionRef | undefined): Promise<string[]> {
-    if (kind === 'status') return this.channelPieces(to, [fitStatus(text)], kind, 0);
+  /**
+   * Pieces through the interaction's webhook. `editsFirst`: piece 0 replaces the deferred
+   * response, which is idempotent; a follow-up is not, so one whose outcome is unknown is not sent again.
+   * `gone`: the index at which the webhook stopped taking messages (the rest goes to the channel).
+   */
+  private async interactionPieces(
+    ref: InteractionRef,
+    pieces: string[],
+    ledger: PieceLedger,
+    editsFirst: boolean,
+    write: (piece: string, i: number) => Promise<Posted>,
+  ): Promise<{ posted: string[]; gone?: number }> {
+    try {
+      const posted = await sendPieces(pieces, ledger, {
+        classify: (err) => (err instanceof InteractionGoneAt ? 'retry' : discordWriteFailure(err)),
+        resendable: (i) => editsFirst && i === 0,
+        send: async (piece, i) => {
+          const done = await this.hook(ref, () => write(piece, i));
+          if (!done) throw new InteractionGoneAt(i);
+          return editsFirst && i === 0 ? ORIGINAL : done.id;
+        },
+      });
+      return { posted };
+    } catch (err) {
+      if (!(err instanceof InteractionGoneAt)) throw err;
+      const posted = pieces.slice(0, err.index).flatMap((_, k) => {
+        const state = ledger.state(k);
+        return typeof state === 'object' ? [state.posted] : [];
+      });
+      return { posted, gone: err.index };
+    }
+  }
+
+  private async postToChannel(to: InboundMessage, text: string, kind: PostKind, ref: InteractionRef | undefined, ledger: PieceLedger): Promise<string[]> {
+    if (kind === 'status') return this.channelPieces(to, [fitStatus(text)], kind, ledger, 0);
     // An expired slash command's answer is a plain channel message: it names the user who asked.
     const mention = ref ? `<@${ref.userId}>\n` : '';
-    return this.channelPieces(to, splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT - mention.length), kind, 0, ref && mention);
+    return this.channelPieces(to, splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT - mention.length), kind, ledger, 0, ref && mention);
   }
 
-  /** Posts pieces in order; the first replies to the user's message (or names the slash command's user). */
-  private async channelPieces(to: InboundMessage, pieces: string[], kind: PostKind, offset: number, mention = ''): Promise<string[]> {
-    const ids: string[] = [];
-    for (const [i, piece] of pieces.entries()) {
-      const first = i === 0 && offset === 0;
-      const body: Record<string, unknown> = { content: piece, allowed_mentions: NO_PINGS, nonce: pieceNonce(to, kind, offset + i), enforce_nonce: true };
-      if (first && mention) {
-        body.content = `${mention}${piece}`;
-        body.allowed_mentions = { parse: [], users: [interactionOf(to)!.userId] };
-      } else if (first && to.replyTo) {
-        body.message_reference = { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false };
-        body.allowed_mentions = { parse: [], replied_user: kind !== 'status' };
-      }
-      // With enforce_nonce a resent POST returns the message already made, so it is safe to retry.
-      const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
-      ids.push(posted.id);
-    }
-    return ids;
+  /**
+   * Posts pieces in order; the first replies to the user's message (or names the slash command's
+   * user). With enforce_nonce a resent POST returns the message already made, so a piece whose
+   * outcome is unknown is sent again with its nonce.
+   */
+  private async channelPieces(to: InboundMessage, pieces: string[], kind: PostKind, ledger: PieceLedger, offset: number, mention = ''): Promise<string[]> {
+    return sendPieces(pieces, ledger, {
+      offset,
+      classify: discordWriteFailure,
+      resendable: () => true,
+      send: async (piece, i) => {
+        const first = i === 0;
+        const body: Record<string, unknown> = { content: piece, allowed_mentions: NO_PINGS, nonce: pieceNonce(to, kind, i), enforce_nonce: true };
+        if (first && mention) {
+          body.content = `${mention}${piece}`;
+          body.allowed_mentions = { parse: [], users: [interactionOf(to)!.userId] };
+        } else if (first && to.replyTo) {
+          body.message_reference = { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false };
+          body.allowed_mentions = { parse: [], replied_user: kind !== 'status' };
+        }
+        const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
+        return posted.id;
+      },
+    });
   }
 }

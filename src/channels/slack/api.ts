@@ -1,3 +1,4 @@
+import type { WriteFailure } from '../../delivery/pieces.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type Logger as SlackLogger } from '@slack/web-api';
 
@@ -78,6 +79,16 @@ export function classifySlackError(method: string, err: unknown): SlackCallError
   }
   if (err instanceof WebAPIHTTPError || err instanceof WebAPIRequestError) return new SlackUnknownOutcome(method, err);
   return new SlackUnknownOutcome(method, err);
+}
+
+/** Codes that need the operator (a token), not a different reply: the reply is kept for later. */
+const CREDENTIAL_CODES = new Set(['invalid_auth', 'not_authed', 'token_revoked', 'token_expired', 'account_inactive']);
+
+/** What a failed chat.postMessage means for a reply (see delivery/pieces.ts). */
+export function slackWriteFailure(err: unknown): WriteFailure {
+  if (err instanceof SlackUnknownOutcome) return 'unknown';
+  if (err instanceof SlackRefused) return CREDENTIAL_CODES.has(err.code) ? 'retry' : 'refused';
+  return 'retry';
 }
 
 export interface CallOptions {

@@ -39,11 +39,6 @@ export function engagedThreadKey(prefix: string, channel: string, thread: string
   return `${prefix}:slack:engaged:${channel}:${thread}`;
 }
 
-/** The pieces already posted for one reply, so delivering it again never posts a piece twice. */
-export function sentKey(prefix: string, digest: string): string {
-  return `${prefix}:slack:sent:${digest}`;
-}
-
 /**
  * A chat command answered at once (not queued, so not de-duplicated by the producer): its reply
  * is posted only by the first copy of the message (a retry or the app_mention + message twin).

@@ -1,13 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
-import { apiBase, createWebClient, SlackRefused, slackCall } from './api.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure } from './api.js';
 import { downloadSlackFile } from './download.js';
 import { slackLogger } from './logger.js';
 import { escapePlain, slackPieces, statusText } from './format.js';
-import { engagedThreadKey, isDirect, parseMessageKey, sentKey } from './ids.js';
+import { engagedThreadKey, isDirect, parseMessageKey } from './ids.js';
 
 export interface SlackOutboundOptions {
   token: string;
@@ -21,8 +21,6 @@ export interface SlackOutboundOptions {
 /** Reactions on the user's message: received and working, then how the run ended. */
 export const REACTIONS = { working: 'eyes', completed: 'white_check_mark', failed: 'warning' } as const;
 
-/** How long the pieces posted for a reply are remembered (a re-delivery continues, never repeats). */
-const SENT_TTL_SECONDS = 24 * 3600;
 /** How long a thread the bot answered in accepts follow-ups without a mention. */
 export const ENGAGED_TTL_SECONDS = 7 * 24 * 3600;
 const QUESTION_PREVIEW = 300;
@@ -49,32 +47,12 @@ export class SlackOutbound implements OutboundAdapter {
     this.client = createWebClient(options.token, options.apiUrl, slackLogger(options.log));
   }
 
-  async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {
+  async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     if (kind === 'status') return [await this.postOne(to, statusText(text), true)];
     const pieces = slackPieces(text);
     if (pieces.length === 0) pieces.push('(empty answer)');
     if (to.meta?.via === 'ask' && to.meta.user) pieces[0] = `${askedLine(to.meta.user, to.text)}\n\n${pieces[0]}`;
-    const journal = sentKey(this.options.prefix, createHash('sha256').update(`${to.id}\u0000${kind}\u0000${text}`).digest('hex'));
-    const already = await this.options.redis.hgetall(journal).catch((err: unknown) => {
-      this.options.log.warn({ err }, 'could not read the delivery journal');
-      return {} as Record<string, string>;
-    });
-    const ids: string[] = [];
-    for (const [i, piece] of pieces.entries()) {
-      const done = already[String(i)];
-      if (done !== undefined) {
-        ids.push(done);
-        continue;
-      }
-      const ts = await this.postOne(to, piece, false);
-      ids.push(ts);
-      await this.options.redis
-        .multi()
-        .hset(journal, String(i), ts)
-        .expire(journal, SENT_TTL_SECONDS)
-        .exec()
-        .catch((err: unknown) => this.options.log.warn({ err }, 'could not record a delivered piece'));
-    }
+    const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.postOne(to, piece, false) });
     if (kind === 'answer' && to.thread !== undefined && !isDirect(to.conversation)) {
       await this.options.redis
         .set(engagedThreadKey(this.options.prefix, to.conversation, to.thread), '1', 'EX', ENGAGED_TTL_SECONDS)
@@ -82,6 +60,10 @@ export class SlackOutbound implements OutboundAdapter {
     }
     this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
     return ids;
+  }
+
+  classifyWriteError(err: unknown): WriteFailure {
+    return slackWriteFailure(err);
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {

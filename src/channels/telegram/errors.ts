@@ -1,4 +1,5 @@
 import { GrammyError, HttpError, type Transformer } from 'grammy';
+import type { WriteFailure } from '../../delivery/pieces.js';
 
 /**
  * What a failed Bot API call means for the next decision. One function maps grammY's errors
@@ -52,6 +53,26 @@ export function classifyTelegramError(err: unknown): TelegramFailure {
     return code !== undefined && UNSENT_CODES.has(code) ? { kind: 'unsent' } : { kind: 'transient' };
   }
   return { kind: 'fatal' };
+}
+
+/**
+ * What a failed sendMessage means for a reply: Telegram refused for good (bot blocked or
+ * removed, chat not found, a request it will never accept), may have performed it, or surely
+ * did not. A wrong token is worth retrying: the operator fixes it and the reply still goes out.
+ */
+export function telegramWriteFailure(err: unknown): WriteFailure {
+  if (!(err instanceof GrammyError) && !(err instanceof HttpError)) return 'retry';
+  switch (classifyTelegramError(err).kind) {
+    case 'transient':
+      return 'unknown';
+    case 'fatal':
+    case 'gone':
+    case 'bad_entities':
+    case 'too_long':
+      return 'refused';
+    default:
+      return 'retry';
+  }
 }
 
 /** A short, token-free description of a failed call for logs and thrown errors. */

@@ -2,7 +2,8 @@ import type { Api } from 'grammy';
 import type { Logger } from '../../log.js';
 import { splitMessage } from '../../delivery/chunk.js';
 import type { Attachment, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
-import { classifyTelegramError, describeTelegramError, sleep, withTelegramRetries, type TelegramFailure } from './errors.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { classifyTelegramError, describeTelegramError, sleep, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
 import { downloadFile } from './download.js';
 import { toTelegramHtml, visibleLength } from './format.js';
 import { chatIdOf, isGroup, PLATFORM, threadIdOf } from './ids.js';
@@ -48,16 +49,21 @@ export class TelegramOutbound implements OutboundAdapter {
     this.pacer = new ChatPacer(EDIT_INTERVAL_MS, options.now);
   }
 
-  async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {
+  async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     if (kind === 'status') return [await this.send(to, clampStatus(text), { html: false, notify: false, reply: true })];
-    const ids: string[] = [];
     let target = to;
-    for (const [i, piece] of splitMessage(text, PIECE_LIMIT).entries()) {
-      const sent = await this.sendPiece(target, piece, i === 0);
-      target = sent.to;
-      ids.push(sent.id);
-    }
-    return ids;
+    return sendPieces(splitMessage(text, PIECE_LIMIT), ledger, {
+      classify: telegramWriteFailure,
+      send: async (piece, i) => {
+        const sent = await this.sendPiece(target, piece, i === 0);
+        target = sent.to;
+        return sent.id;
+      },
+    });
+  }
+
+  classifyWriteError(err: unknown): WriteFailure {
+    return telegramWriteFailure(err);
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { STREAM_MAXLEN, terminalStreamKey, type TerminalEvent } from './stream.js';
 
 export class TerminalOutbound implements OutboundAdapter {
@@ -12,9 +13,13 @@ export class TerminalOutbound implements OutboundAdapter {
     private readonly prefix: string,
   ) {}
 
-  async post(to: InboundMessage, text: string, kind: PostKind): Promise<string[]> {
-    const id = await this.write(to, { type: 'post', to: to.id, kind, text });
-    return [id];
+  async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
+    return sendPieces([text], ledger, { classify: () => 'retry', send: () => this.write(to, { type: 'post', to: to.id, kind, text }) });
+  }
+
+  /** A failed XADD is Redis being away: worth retrying, never a refusal. */
+  classifyWriteError(): WriteFailure {
+    return 'retry';
   }
 
   /** The terminal shows progress natively (stderr lines), so no status message is ever edited. */

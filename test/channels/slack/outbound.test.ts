@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createLogger } from '../../../src/log.js';
 import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
-import { SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/api.js';
+import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/api.js';
+import { memoryLedger } from '../../../src/delivery/pieces.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
 import type { InboundMessage } from '../../../src/channels/types.js';
 import { BOT_TOKEN, startFakeSlack, type FakeSlack } from '../../fakes/slack-server.js';
@@ -67,29 +68,38 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     expect(ids).toEqual([slack.messages[0]!.ts]);
   });
 
-  it('a chat.postMessage whose response is lost is not sent again (it may have been posted)', async () => {
+  it('a chat.postMessage whose response is lost is not sent again (it may have been posted): the ledger says unknown', async () => {
     slack.fail('chat.postMessage', { drop: true });
-    await expect(out.post(to, 'only once', 'answer')).rejects.toBeInstanceOf(SlackUnknownOutcome);
+    const ledger = memoryLedger();
+    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual([]);
+    expect(ledger.state(0)).toBe('unknown');
+    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual([]);
     expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
     expect(slack.messages.map((m) => m.text)).toEqual(['only once']);
   });
 
-  it('an internal_error on chat.postMessage is not retried either; a refusal says why', async () => {
+  it('an internal_error on chat.postMessage is not retried either; a refusal is thrown and says why', async () => {
     slack.fail('chat.postMessage', { error: 'internal_error' });
-    await expect(out.post(to, 'x', 'answer')).rejects.toBeInstanceOf(SlackUnknownOutcome);
+    const ledger = memoryLedger();
+    await out.post(to, 'x', 'answer', ledger);
+    expect(ledger.state(0)).toBe('unknown');
     expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
     slack.fail('chat.postMessage', { error: 'not_in_channel' });
-    await expect(out.post(to, 'y', 'answer')).rejects.toMatchObject({ name: 'SlackRefused', code: 'not_in_channel' });
+    const refused = await out.post(to, 'y', 'answer').catch((e: unknown) => e);
+    expect(refused).toMatchObject({ name: 'SlackRefused', code: 'not_in_channel' });
+    expect(out.classifyWriteError(refused)).toBe('refused');
+    expect(out.classifyWriteError(new SlackUnknownOutcome('chat.postMessage', new Error('reset')))).toBe('unknown');
     expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
   });
 
   it('delivering the same reply again after a failure mid-way posts only the missing pieces', async () => {
     const long = Array.from({ length: 30 }, (_, i) => `Paragraph ${i + 1}. ${'words '.repeat(40).trim()}`).join('\n\n');
-    // The second piece is refused with internal_error (nothing posted): the delivery fails after piece 1.
-    slack.fail('chat.postMessage', { pass: true }, { error: 'internal_error' });
-    await expect(out.post(to, long, 'answer')).rejects.toBeInstanceOf(SlackUnknownOutcome);
+    // The second piece meets a 429 longer than we wait (not posted): the delivery fails after piece 1.
+    slack.fail('chat.postMessage', { pass: true }, { status: 429, retryAfter: 120 });
+    const ledger = memoryLedger();
+    await expect(out.post(to, long, 'answer', ledger)).rejects.toBeInstanceOf(SlackRateLimited);
     expect(slack.messages).toHaveLength(1);
-    const ids = await out.post(to, long, 'answer');
+    const ids = await out.post(to, long, 'answer', ledger);
     expect(ids.length).toBeGreaterThan(2);
     expect(slack.messages.map((m) => m.ts)).toEqual(ids);
     const firstWords = slack.messages.map((m) => Number(/^Paragraph (\d+)\./.exec(m.text)![1]));

@@ -1,3 +1,4 @@
+import { memoryLedger } from '../../../src/delivery/pieces.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Api } from 'grammy';
 import { pino } from 'pino';
@@ -95,11 +96,23 @@ describe('telegram outbound against a fake Bot API', () => {
     expect(fake.sent.map((m) => m.text)).toEqual(['final answer']);
   });
 
-  it('never repeats a sendMessage whose response was lost (it may have been posted)', async () => {
+  it('never repeats a sendMessage whose response was lost (it may have been posted): the ledger records it as unknown', async () => {
     fake.fault({ method: 'sendMessage', status: 200, description: '', drop: true });
-    await expect(out.post(to(), 'once only', 'answer')).rejects.toThrow(/sendMessage/);
+    const ledger = memoryLedger();
+    expect(await out.post(to(), 'once only', 'answer', ledger)).toEqual([]);
+    expect(ledger.state(0)).toBe('unknown');
+    // Delivering the reply again (another attempt, another worker) does not post it again either.
+    expect(await out.post(to(), 'once only', 'answer', ledger)).toEqual([]);
     expect(fake.callsOf('sendMessage')).toHaveLength(1);
     expect(fake.sent.map((m) => m.text)).toEqual(['once only']);
+  });
+
+  it('a reply to a chat that blocked the bot is a refusal for good (403), not worth retrying', async () => {
+    fake.fault({ method: 'sendMessage', status: 403, description: 'Forbidden: bot was blocked by the user' });
+    const err = await out.post(to(), 'hello?', 'answer').catch((e: unknown) => e);
+    expect(out.classifyWriteError(err)).toBe('refused');
+    fake.fault({ method: 'sendMessage', status: 400, description: 'Bad Request: chat not found' });
+    expect(out.classifyWriteError(await out.post(to(), 'hello?', 'answer').catch((e: unknown) => e))).toBe('refused');
   });
 
   it('status: a silent plain-text post, edits in place, "not modified" is success, removal deletes it', async () => {

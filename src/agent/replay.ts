@@ -1,0 +1,43 @@
+import type { StepRecord } from './types.js';
+
+type ModelRecord = Extract<StepRecord, { t: 'model' }>;
+type ToolEnd = Extract<StepRecord, { t: 'tool_end' }>;
+
+/** What an earlier run of this turn recorded, looked up the way the loop asks for it. */
+export class Replay {
+  private readonly models = new Map<number, ModelRecord>();
+  private readonly ended = new Map<string, ToolEnd>();
+  private readonly started = new Set<string>();
+
+  constructor(records: readonly StepRecord[] = []) {
+    for (const r of records) {
+      if (r.t === 'model') this.models.set(r.step, r);
+      else if (r.t === 'tool_start') this.started.add(r.callId);
+      else this.ended.set(r.callId, r);
+    }
+  }
+
+  /** The recorded response of model step `step`. */
+  model(step: number): ModelRecord | undefined {
+    return this.models.get(step);
+  }
+
+  /** The recorded result of a tool call. */
+  result(callId: string): ToolEnd | undefined {
+    return this.ended.get(callId);
+  }
+
+  /** The call was started by an earlier run (its result may or may not have been recorded). */
+  wasStarted(callId: string): boolean {
+    return this.started.has(callId);
+  }
+}
+
+/** What the model reads for a side-effecting call whose run died before its result was recorded. */
+export function interruptedResult(name: string): { ok: false; content: string; summary: string } {
+  return {
+    ok: false,
+    content: `Error: interrupted: the run was interrupted while ${name} was running, so it may or may not have taken effect; check before repeating it.`,
+    summary: `${name} → interrupted (may or may not have taken effect)`,
+  };
+}

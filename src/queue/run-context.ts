@@ -1,0 +1,47 @@
+import type { Job } from 'bullmq';
+import type { AgentLimits, ModelClient } from '../agent/types.js';
+import type { OutboundAdapter } from '../channels/types.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { ActiveRuns } from './active-runs.js';
+import type { RunJobData, RunResult } from './job-data.js';
+import type { SessionKeys } from './keys.js';
+import type { RunStore } from './run-record.js';
+import type { ScriptedRedis } from './scripts.js';
+import type { RunQueue } from './run-queue.js';
+import type { SessionStore } from './session-store.js';
+
+export interface RunDeps {
+  redis: ScriptedRedis;
+  queue: RunQueue;
+  keys: SessionKeys;
+  model: ModelClient;
+  system: string;
+  limits: AgentLimits;
+  historyTokens: number;
+  foldMax: number;
+  workspaceRoot: string;
+  attachmentMaxBytes: number;
+  /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
+  runTimeoutMs: number;
+  outbound: (platform: string) => OutboundAdapter;
+  active: ActiveRuns;
+  log: Logger;
+  metrics?: Metrics;
+  runs: RunStore;
+}
+
+/** One run of one job: who it is, its fenced store and its logger. Every phase takes it. */
+export interface RunContext {
+  deps: RunDeps;
+  job: Job<RunJobData, RunResult>;
+  jobId: string;
+  token: string;
+  session: string;
+  runId: string;
+  started: number;
+  store: SessionStore;
+  log: Logger;
+  /** BullMQ's abort signal of the job (worker.cancelJob). */
+  signal?: AbortSignal;
+}

@@ -1,0 +1,38 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../../src/agent/types.js';
+import { waitFor } from '../../helpers/processes.js';
+import { TelegramHarness } from './harness.js';
+
+const lastUser = (messages: ChatMessage[]) => String([...messages].reverse().find((m) => m.role === 'user')?.content ?? '');
+
+describe('telegram: a reply Telegram refuses for good does not hold its session', () => {
+  let h: TelegramHarness;
+  beforeAll(async () => {
+    h = await TelegramHarness.start('tg-undeliverable');
+    h.stack.fake.setHandler((req) => {
+      const text = lastUser(req.body.messages as ChatMessage[]);
+      return { content: `ack: ${text}`, delayMs: text.includes('first') ? 800 : 0 };
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('is settled as undeliverable (run record, metric, job result) and the next message is answered', async () => {
+    const chat = 3001;
+    // Every attempt to post the first answer is refused as a blocked bot would be.
+    h.tg.fault({ method: 'sendMessage', when: (b) => String(b.text).includes('first'), status: 403, description: 'Forbidden: bot was blocked by the user', times: 100 });
+    h.dm(chat, 'the first question');
+    await waitFor('the first run to start', () => h.stack.fake.requests.length === 1, 10_000);
+    h.dm(chat, 'the second question');
+
+    await waitFor('the second answer', () => h.answers(chat).some((c) => c.body.text === 'ack: the second question'), 20_000);
+    const refused = h.callsFor(chat).filter((c) => c.method === 'sendMessage' && c.error === 403);
+    expect(refused).toHaveLength(1);
+    const job = await waitFor('the first job', async () => (await h.stack.queue.getJobs(['completed'])).find((j) => j.returnvalue?.undeliverable));
+    expect(job!.returnvalue.undeliverable).toMatch(/403.*blocked/);
+    const record = await waitFor('its run record', () => h.stack.redis.get(`${h.stack.config.queue.prefix}:run:${job!.returnvalue.runId}`));
+    expect(JSON.parse(record!)).toMatchObject({ undeliverable: expect.stringMatching(/blocked/), journal: expect.arrayContaining([expect.objectContaining({ t: 'undeliverable' })]) });
+    expect(await h.stack.metrics.registry.getSingleMetricAsString('switchboard_undeliverable_replies_total')).toMatch(/platform="telegram"} 1/);
+  }, 40_000);
+});
