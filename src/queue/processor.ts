@@ -76,10 +76,12 @@ export function createProcessor(deps: RunDeps): Processor {
     const out = deps.outbound(to.platform);
     const done = await runOrSuspend(ctx, turn, journal, storedHistory, out);
     const text = replyText(deps, done.outcome, journal);
+    const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
     const record: OutboxRecord = {
       v: 1, runId, session, to, state: done.outcome.state, text, messageIds: messages.map((m) => m.id),
       ...(done.outcome.reason && { reason: done.outcome.reason }),
-      ...(done.statusMessageId !== undefined && { statusMessageId: done.statusMessageId }),
+      // A turn given up without running (crashed) still takes down the status message its runs left.
+      ...(statusMessageId !== undefined && { statusMessageId }),
     };
     const outbox = JSON.stringify(record);
     const left = await ctx.store.commit({

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { text as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
 import { parseText } from './telegram-html.js';
@@ -53,6 +53,8 @@ export interface BotMessage {
   parseMode?: string;
   replyTo?: number;
   threadId?: number;
+  /** Sent with disable_notification (Switchboard's status messages are). */
+  silent?: true;
   deleted: boolean;
   edits: number;
 }
@@ -88,6 +90,12 @@ export interface FakeTelegram {
   /** A user's message as Telegram sends it; the message id follows the chat's sequence. */
   message(fields: MessageFields): any;
   fault(fault: Fault): void;
+  /**
+   * Opt-in: `hold(call)` ms to wait before answering a call that has already taken effect (a slow
+   * way back to the client, e.g. to stop a client between a post and its confirmation); 0 answers
+   * at once. getUpdates is never held. `undefined` removes the hook.
+   */
+  holdResponses(hold: ((call: RecordedCall) => number) | undefined): void;
   addFile(file: FakeFile): void;
   /** Calls of one method, in order. */
   callsOf(method: string): RecordedCall[];
@@ -131,6 +139,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   let pending: PendingPoll | undefined;
   let webhook: FakeTelegram['webhook'];
   let commands: FakeTelegram['commands'] = [];
+  let hold: ((call: RecordedCall) => number) | undefined;
 
   const messageIdFor = (chatId: number) => {
     const id = (nextMessageId.get(chatId) ?? 0) + 1;
@@ -179,7 +188,8 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       }
       return answer(fault.status, { ok: false, error_code: fault.status, description: fault.description, ...(fault.parameters && { parameters: fault.parameters }) });
     }
-    return perform(method, body, call, res);
+    const holdMs = method === 'getUpdates' ? 0 : (hold?.(call) ?? 0);
+    return perform(method, body, call, holdMs > 0 ? heldResponse(res, holdMs) : res);
   }
 
   function perform(method: string, body: any, call: RecordedCall, res: ServerResponse): void {
@@ -221,6 +231,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
           ...(body.parse_mode && { parseMode: body.parse_mode }),
           ...(replyTo !== undefined && { replyTo }),
           ...(body.message_thread_id !== undefined && { threadId: body.message_thread_id }),
+          ...(body.disable_notification === true && { silent: true as const }),
           deleted: false,
           edits: 0,
         });
@@ -348,6 +359,9 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     fault(f) {
       faults.push({ ...f });
     },
+    holdResponses(fn) {
+      hold = fn;
+    },
     addFile(file) {
       files.set(file.fileId, { ...file, path: `documents/file_${files.size + 1}` });
     },
@@ -363,6 +377,25 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A response that reaches the client `ms` after the fake wrote it (the call itself has already taken effect). */
+function heldResponse(res: ServerResponse, ms: number): ServerResponse {
+  let head: [number, OutgoingHttpHeaders] = [200, {}];
+  const held = {
+    writeHead: (status: number, headers: OutgoingHttpHeaders) => {
+      head = [status, headers];
+      return held;
+    },
+    end: (text: string) => {
+      setTimeout(() => {
+        if (res.destroyed) return;
+        res.writeHead(...head);
+        res.end(text);
+      }, ms);
+    },
+  };
+  return held as unknown as ServerResponse;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { formatFigures } from '../chaos/figures.js';
+import { runChaos } from '../chaos/harness.js';
+
+// The short form of `npm run chaos` (issue 10): a gateway, 3 worker processes, DMs whose turns
+// each append a line to a journal, and busy workers killed during model calls, right after a tool
+// call and during delivery, plus one frozen past its lock. CHAOS_SEED=N replays a plan.
+const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const MESSAGES = 20;
+
+describe('chaos: workers crash and freeze under load', () => {
+  it('loses nothing, answers each message once, never repeats a side effect, keeps each session in order', async () => {
+    const progress: string[] = [];
+    const result = await runChaos({ workers: 3, sessions: 8, messages: MESSAGES, kills: 6, freezes: 1, seed: SEED, quiesceMs: 60_000, log: (line) => progress.push(line) });
+    const f = result.figures;
+    const report = `seed ${SEED}, ${result.wallMs} ms\n${formatFigures(f, result.kills)}\n${progress.join('\n')}`;
+
+    expect(f.kills.total, report).toBeGreaterThanOrEqual(6);
+    expect(f.freezes, report).toBeGreaterThanOrEqual(1);
+    expect(f.runs, report).toBeGreaterThanOrEqual(MESSAGES);
+    expect(
+      { lost: f.lost, duplicates: f.duplicates, repeatedSideEffects: f.repeatedSideEffects, orderViolations: f.orderViolations, answeredOnce: f.answeredOnce },
+      report,
+    ).toEqual({ lost: 0, duplicates: 0, repeatedSideEffects: 0, orderViolations: 0, answeredOnce: MESSAGES });
+  }, 180_000);
+});
