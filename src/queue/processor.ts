@@ -16,8 +16,6 @@ import { selectTurn, toUserMessage, MAX_CLAIMS, type ClaimedMessage, type Turn }
 import { doneSoFar } from './journal-summary.js';
 
 export type { RunDeps } from './run-context.js';
-export { RESET_ANSWER } from './run-turn.js';
-export { FencedError } from './session-store.js';
 
 /** Turns kept in a session's history list (the token budget picks from these). */
 const HISTORY_MAX_TURNS = 200;

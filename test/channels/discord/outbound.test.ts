@@ -5,6 +5,7 @@ import { DiscordRest } from '../../../src/channels/discord/rest.js';
 import { interactionKey, interactionOf, ORIGINAL } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
 import type { InboundMessage } from '../../../src/channels/types.js';
+import { memoryLedger } from '../../../src/delivery/pieces.js';
 import { createLogger } from '../../../src/log.js';
 import { startFakeDiscord, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';
@@ -112,6 +113,33 @@ describe('DiscordOutbound: mentions and DMs (channel messages)', () => {
     expect(posts.map((p) => p.status)).toEqual([500, 200]);
     expect(posts[0]!.body.nonce).toBe(posts[1]!.body.nonce);
     expect(fake.botMessages(fake.ids.general).filter((m) => m.content === 'exactly once').map((m) => m.id)).toEqual(ids);
+  });
+
+  it('a channel piece an earlier worker started and never confirmed is sent again with its nonce: Discord returns the message it made', async () => {
+    const to = mention();
+    // The earlier attempt's POST reached Discord; its worker died before the answer came back.
+    const first = await outbound().post(to, 'posted before the crash', 'answer');
+    const ledger = memoryLedger();
+    await ledger.started(0);
+    const ids = await outbound().post(to, 'posted before the crash', 'answer', ledger);
+    expect(ids).toEqual(first);
+    expect(fake.botMessages(fake.ids.general).filter((m) => m.content === 'posted before the crash')).toHaveLength(1);
+    expect(ledger.state(0)).toEqual({ posted: first[0] });
+  });
+
+  it('a follow-up of an interaction has no idempotency key: one whose outcome is unknown is not sent again', async () => {
+    const { to } = await deferredAsk();
+    const ledger = memoryLedger();
+    // The earlier attempt replaced the deferred response with piece 0 and had started piece 1 when it died.
+    await ledger.posted(0, ORIGINAL);
+    await ledger.started(1);
+    const ids = await outbound().post(to, longAnswer(), 'answer', ledger);
+    expect(ids).toHaveLength(2);
+    expect(ledger.state(1)).toBe('unknown');
+    const followups = fake.calls('POST', /^\/webhooks\/\d+\/[^/]+$/);
+    expect(followups).toHaveLength(1);
+    expect(String(followups[0]!.body.content)).toContain('That is all it does.');
+    expect(fake.calls('PATCH', /@original$/)).toEqual([]);
   });
 
   it('honours a 429 on an edit: waits retry_after, then the edit lands once', async () => {
