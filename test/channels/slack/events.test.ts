@@ -181,7 +181,11 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     const { stack, slack } = await start('slack-429');
     slack.fail('chat.update', { status: 429, retryAfter: 1 });
     const ts = nextTs();
-    stack.fake.script([{ content: 'Looking around.', toolCalls: [{ name: 'list_files', arguments: '{}' }] }]);
+    // The second step comes after the status message was posted, so its line is an edit (not folded into the post).
+    stack.fake.script([
+      { content: 'Looking around.', toolCalls: [{ name: 'list_files', arguments: '{}' }] },
+      { content: 'Looking closer.', toolCalls: [{ name: 'list_files', arguments: '{}' }], delayMs: 300 },
+    ]);
     stack.fake.setHandler(async () => {
       await waitFor('the rate-limited edit', () => slack.callsOf('chat.update', true).length > 0);
       return { content: 'Done looking.' };
