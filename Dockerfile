@@ -8,6 +8,10 @@ COPY src ./src
 RUN npm run build
 
 FROM node:20-bookworm-slim
+# bubblewrap sandboxes run_command (EXEC_SANDBOX=bwrap); bash and prlimit (util-linux) are in the base image.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
@@ -18,6 +22,7 @@ COPY tsconfig.json ./
 COPY src ./src
 RUN mkdir -p /data/workspaces && chown -R node:node /data
 ENV WORKSPACE_ROOT=/data/workspaces
+# Unprivileged on purpose: the kernel applies run_command's process cap (RLIMIT_NPROC) to no root process.
 USER node
 EXPOSE 3000
 # node directly (not npm) so SIGTERM reaches the process and active runs drain.

@@ -1,20 +1,28 @@
-import type { StepRecord } from './types.js';
+import type { ApprovalDecision, StepRecord } from './types.js';
 
 type ModelRecord = Extract<StepRecord, { t: 'model' }>;
 type ToolEnd = Extract<StepRecord, { t: 'tool_end' }>;
+type Approval = Extract<StepRecord, { t: 'approval' }>;
 
 /** What an earlier run of this turn recorded, looked up the way the loop asks for it. */
 export class Replay {
   private readonly models = new Map<number, ModelRecord>();
   private readonly ended = new Map<string, ToolEnd>();
   private readonly started = new Set<string>();
+  private readonly approvals = new Map<string, Approval>();
 
   constructor(records: readonly StepRecord[] = []) {
     for (const r of records) {
       if (r.t === 'model') this.models.set(r.step, r);
       else if (r.t === 'tool_start') this.started.add(r.callId);
+      else if (r.t === 'approval') this.approvals.set(r.callId, r);
       else this.ended.set(r.callId, r);
     }
+  }
+
+  /** The decision on a call that needed approval. */
+  approval(callId: string): Approval | undefined {
+    return this.approvals.get(callId);
   }
 
   /** The recorded response of model step `step`. */
@@ -40,4 +48,10 @@ export function interruptedResult(name: string): { ok: false; content: string; s
     content: `Error: interrupted: the run was interrupted while ${name} was running, so it may or may not have taken effect; check before repeating it.`,
     summary: `${name} → interrupted (may or may not have taken effect)`,
   };
+}
+
+/** What the model reads for a call a person denied, or nobody approved in time. */
+export function refusedResult(name: string, approval: { decision: Exclude<ApprovalDecision, 'approved'>; by?: string }): { ok: false; content: string; summary: string } {
+  const why = approval.decision === 'denied' ? `denied by ${approval.by ?? 'the approver'}` : 'not approved in time (the approval expired)';
+  return { ok: false, content: `Error: not run: ${name} was ${why}. Do not retry it; answer without it or ask the user.`, summary: `${name} → ${why}` };
 }

@@ -1,9 +1,9 @@
 import { runToolCall } from '../tools/run.js';
 import type { ToolResult } from '../tools/types.js';
 import type { AssistantMessage } from './types.js';
-import { interruptedResult } from './replay.js';
+import { interruptedResult, refusedResult } from './replay.js';
 import { append, emit, type RunState } from './state.js';
-import { RunSuspended } from './suspend.js';
+import { ApprovalPending, RunSuspended } from './suspend.js';
 
 /**
  * Runs the assistant message's tool calls in order, appending each result as a `tool` message
@@ -13,7 +13,9 @@ import { RunSuspended } from './suspend.js';
  * Write-ahead: a call is journaled before it starts (with the step's model response, in one
  * write) and its result after. A call an earlier run finished is not run again: its recorded
  * result is used. A call an earlier run started without a recorded result is run again only
- * when the tool only reads; otherwise the model is told it was interrupted.
+ * when the tool only reads; otherwise the model is told it was interrupted. A call that needs
+ * approval and has no decision in the journal parks the run (ApprovalPending); a denied or
+ * expired one is not run and the model reads why.
  */
 export async function runTools(state: RunState, message: AssistantMessage, narration: string): Promise<boolean> {
   const { tools, signal, journal, suspend, limits } = state.input;
@@ -48,12 +50,21 @@ export async function runTools(state: RunState, message: AssistantMessage, narra
     const tool = tools.find((t) => t.name === name);
     const startedBefore = state.replay.wasStarted(callId);
     const rerunnable = !tool || tool.readOnly === true;
+    const approval = !startedBefore && state.input.needsApproval?.(name) ? state.replay.approval(callId) : undefined;
+    if (!startedBefore && !approval && state.input.needsApproval?.(name)) {
+      narrate();
+      throw new ApprovalPending({ step, callId, name, args });
+    }
     let result: ToolResult;
     let ms = 0;
     if (startedBefore && !rerunnable) {
       narrate();
       emit(state, { type: 'tool_start', step, callId, name, args, replayed: true });
       result = interruptedResult(name);
+    } else if (approval && approval.decision !== 'approved') {
+      narrate();
+      emit(state, { type: 'tool_start', step, callId, name, args });
+      result = refusedResult(name, { decision: approval.decision, ...(approval.by !== undefined && { by: approval.by }) });
     } else {
       if (!startedBefore) {
         journal?.record({ t: 'tool_start', step, callId, name, args, ...(tool?.readOnly && { readOnly: true }) });

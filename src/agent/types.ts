@@ -83,7 +83,19 @@ export interface AgentLimits {
 export type StepRecord =
   | { t: 'model'; step: number; /** requests it took, retries included */ calls: number; response: Pick<ModelResponse, 'message' | 'stopReason' | 'usage'> }
   | { t: 'tool_start'; step: number; callId: string; name: string; args: string; /** the tool only reads */ readOnly?: true }
-  | { t: 'tool_end'; step: number; callId: string; name: string; ok: boolean; content: string; summary: string; ms: number };
+  | { t: 'tool_end'; step: number; callId: string; name: string; ok: boolean; content: string; summary: string; ms: number }
+  /** A person's decision on a call that needed approval (expired: nobody decided in time, which counts as a deny). */
+  | { t: 'approval'; callId: string; decision: ApprovalDecision; by?: string; at: number };
+
+export type ApprovalDecision = 'approved' | 'denied' | 'expired';
+
+/** A tool call waiting for a person's click: what the approval card shows. */
+export interface ApprovalRequest {
+  step: number;
+  callId: string;
+  name: string;
+  args: string;
+}
 
 /**
  * The turn's step journal as the loop sees it (the queue keeps it in Redis under the session
@@ -112,6 +124,8 @@ export interface AgentRunInput {
   /** Aborted when the run should stop at its next step boundary and be resumed elsewhere (shutdown). */
   suspend?: AbortSignal;
   journal?: StepJournal;
+  /** The tool waits for a person's approval before it runs (the policy of this conversation). */
+  needsApproval?: (tool: string) => boolean;
   onEvent?: (event: AgentEvent) => void;
 }
 

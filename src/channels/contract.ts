@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import type { Intake } from './intake.js';
 import type { OutboundAdapter } from './types.js';
+import type { ApprovalDesk } from '../queue/approvals.js';
 
 /*
  * The contract between the roles and a platform channel module. Kept apart from the registry,
@@ -19,6 +20,8 @@ export interface GatewayContext {
   redis: Redis;
   /** Hash-tagged key prefix for the channel's own Redis keys (e.g. its de-duplication of redeliveries). */
   prefix: string;
+  /** Where approval clicks are decided (a card's Approve / Deny buttons). */
+  approvals: ApprovalDesk;
   log: Logger;
 }
 

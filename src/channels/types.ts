@@ -43,6 +43,24 @@ export interface InboundMessage {
   meta?: Record<string, string>;
 }
 
+/** A tool call waiting for a click, as its card shows it. */
+export interface ApprovalCard {
+  /** The approval's id: what the buttons carry back. */
+  id: string;
+  tool: string;
+  /** The call's arguments exactly as the model sent them (JSON). */
+  args: string;
+  /** Who asked (the sender of the message that started the run). */
+  requester: string;
+  expiresAt: number;
+}
+
+export interface ApprovalOutcome {
+  decision: 'approved' | 'denied' | 'expired' | 'cancelled';
+  by: string;
+  at: number;
+}
+
 /** What a posted message is for: platforms place and notify differently (the terminal prints status to stderr). */
 export type PostKind = 'status' | 'answer' | 'notice';
 
@@ -80,6 +98,10 @@ export interface OutboundAdapter {
    * save it in the session's workspace. Must refuse (throw) past `maxBytes` without reading on.
    */
   download?(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
+  /** Posts an approval card with Approve / Deny buttons where `to` came from; returns its message id. Absent: the platform cannot ask. */
+  approvalCard?(to: InboundMessage, card: ApprovalCard): Promise<string>;
+  /** Shows the decision on a card this adapter posted, without its buttons. */
+  approvalDecided?(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void>;
   /** Called once when a run's reply was delivered (or its failure line was). */
   ended?(to: InboundMessage, outcome: DeliveredOutcome): Promise<void>;
 }

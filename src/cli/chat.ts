@@ -12,19 +12,21 @@ import { SessionControl } from '../queue/control.js';
 import { TerminalClient, type TerminalOutput } from '../channels/terminal/client.js';
 import { Intake } from '../channels/intake.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
+import { ApprovalDesk } from '../queue/approvals.js';
 
-const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] ["message"]]
+const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] [--yes] ["message"]]
   with a message: one-shot. Progress on stderr, the answer on stdout; exit 0 when the run completed, 1 when not.
   without: an interactive chat (/help, /status, /stop, /reset; Ctrl-C stops a run, Ctrl-D quits).
   --session NAME  continue a named conversation (default "default")
-  --no-worker     never start a worker in this process (use the ones already running)`;
+  --no-worker     never start a worker in this process (use the ones already running)
+  --yes           approve every tool call that asks for approval (one-shot mode; otherwise they are denied)`;
 
 const dim = (s: string) => (process.stderr.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { session: { type: 'string', short: 's', default: 'default' }, 'no-worker': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+    options: { session: { type: 'string', short: 's', default: 'default' }, 'no-worker': { type: 'boolean', default: false }, yes: { type: 'boolean', short: 'y', default: false }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
@@ -43,18 +45,30 @@ async function main(): Promise<number> {
     worker = await startWorkerRole(config, redis.url, log);
   }
 
+  const message = positionals.join(' ').trim();
+  // Interactive: the next line typed answers the question (y approves); one-shot: --yes decides.
+  let answerApproval: ((line: string) => void) | undefined;
   const output: TerminalOutput = {
     progress: (line) => process.stderr.write(`${dim(line)}\n`),
     answer: (text) => process.stdout.write(`${text}\n`),
     notice: (text) => process.stderr.write(`${text}\n`),
+    approve: async () => {
+      if (message) {
+        process.stderr.write(values.yes ? 'approved (--yes)\n' : 'denied (run with --yes to approve)\n');
+        return values.yes;
+      }
+      process.stderr.write('Approve? [y/N] ');
+      return new Promise<boolean>((resolve) => (answerApproval = (line) => resolve(/^y(es)?$/i.test(line.trim()))));
+    },
   };
   const client = new TerminalClient(
     connectRedis(redis.url, 'switchboard-chat-reader', log),
-    new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys), log),
+    new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)), log),
     config.queue.prefix,
     values.session,
     userInfo().username,
     output,
+    new ApprovalDesk(connection, keys, queue),
   );
   await client.start();
 
@@ -66,7 +80,6 @@ async function main(): Promise<number> {
     await redis.stop();
   };
 
-  const message = positionals.join(' ').trim();
   if (message) {
     process.on('SIGINT', () => void client.send('/stop'));
     const sent = await client.send(message);
@@ -86,6 +99,11 @@ async function main(): Promise<number> {
   // (and is folded into the next turn); /stop and /status act at once.
   const inFlight = new Set<Promise<unknown>>();
   rl.on('line', (line) => {
+    if (answerApproval) {
+      const answer = answerApproval;
+      answerApproval = undefined;
+      return answer(line);
+    }
     const sending = client
       .send(line)
       .then(async (sent) => {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import type { AgentLimits } from '../agent/types.js';
+import type { ExecOptions } from '../tools/sandbox.js';
 import type { Env } from './schema.js';
 import { ConfigError } from './errors.js';
 
@@ -44,8 +45,14 @@ export interface Config {
   admin: { readonly: boolean; metricsPublic: boolean; /** A worker-only process serves /metrics here (0: off). */ workerMetricsPort: number };
   /** Largest attachment a channel downloads into a workspace. */
   attachmentMaxBytes: number;
+  /** The run_command tool: off, only after a person approves each call, or on; and how it runs. */
+  exec: ExecOptions & { mode: Env['TOOLS_EXEC'] };
   /** On SIGTERM/SIGINT, how long active runs may take to finish before they are left to other workers. */
   shutdownGraceMs: number;
+  /** Tool policy: `tool` or `platform:tool` entries. */
+  tools: { deny: string[]; approve: string[] };
+  /** Who may approve for anyone (`platform:userId`), and how long a call waits for a decision. */
+  approvals: { approvers: string[]; timeoutMs: number };
   channels: {
     telegram?: {
       token: string;
@@ -96,7 +103,10 @@ export function deriveConfig(env: Env): Config {
     },
     admin: { readonly: env.ADMIN_READONLY, metricsPublic: env.METRICS_PUBLIC, workerMetricsPort: env.WORKER_METRICS_PORT },
     attachmentMaxBytes: env.ATTACHMENT_MAX_BYTES,
+    exec: { mode: env.TOOLS_EXEC, sandbox: env.EXEC_SANDBOX, network: env.EXEC_NETWORK, maxTimeoutS: env.EXEC_MAX_TIMEOUT_S },
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+    tools: { deny: env.TOOLS_DENY, approve: env.TOOLS_APPROVE },
+    approvals: { approvers: env.APPROVERS, timeoutMs: env.APPROVAL_TIMEOUT_MS },
     channels: {
       ...(env.TELEGRAM_BOT_TOKEN && {
         telegram: {

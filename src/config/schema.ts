@@ -22,6 +22,17 @@ const int = (min: number, max: number, fallback: number) =>
     .optional()
     .transform((v) => v ?? fallback);
 
+const TOOL_ENTRY = /^([a-z]+:)?[A-Za-z0-9_.-]+$/;
+const APPROVER_ENTRY = /^[a-z]+:[^\s,:]+$/;
+
+/** A comma-separated list whose every entry matches `entry` (empty entries ignored). */
+const list = (entry: RegExp, what: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean))
+    .refine((items) => items.every((x) => entry.test(x)), `must be a comma-separated list of ${what}`);
+
 const flag = (fallback: boolean) =>
   z
     .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'must be 1 or 0 (true/false)' })
@@ -65,8 +76,17 @@ export const envSchema = z
     AGENT_MODEL_RETRIES: int(0, 20, 4),
     AGENT_RUN_TIMEOUT_MS: int(1_000, 86_400_000, 900_000),
     TOOL_TIMEOUT_MS: int(100, 3_600_000, 60_000),
+    TOOLS_DENY: list(TOOL_ENTRY, 'tool names or platform:tool entries, e.g. write_file,telegram:run_command'),
+    TOOLS_APPROVE: list(TOOL_ENTRY, 'tool names or platform:tool entries, e.g. run_command,slack:edit_file'),
+    APPROVERS: list(APPROVER_ENTRY, 'platform:userId entries, e.g. slack:U0123ABC,telegram:42'),
+    APPROVAL_TIMEOUT_MS: int(1_000, 86_400_000, 600_000),
 
     ATTACHMENT_MAX_BYTES: int(0, 2_000_000_000, 20_000_000),
+
+    TOOLS_EXEC: z.enum(['off', 'approve', 'on'], { error: 'must be off, approve or on' }).default('off'),
+    EXEC_SANDBOX: z.enum(['bwrap', 'none'], { error: 'must be bwrap or none (no sandbox: commands run on the host)' }).default('bwrap'),
+    EXEC_NETWORK: flag(false),
+    EXEC_MAX_TIMEOUT_S: int(1, 86_400, 600),
 
     TELEGRAM_BOT_TOKEN: optionalText('a bot token from @BotFather'),
     TELEGRAM_API_ROOT: url('a Bot API root URL').optional(),

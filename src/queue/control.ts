@@ -1,9 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { SessionKeys } from './keys.js';
+import type { ApprovalDesk } from './approvals.js';
 
 export interface SessionStatus {
   running: boolean;
   queued: number;
+  /** The tool call a parked run waits to have approved. */
+  waitingFor?: { tool: string; expiresAt: number };
   last?: { runId: string; state: string; reason?: string; at: number; steps?: number; toolCalls?: number };
 }
 
@@ -12,10 +15,15 @@ export class SessionControl {
   constructor(
     private readonly redis: Redis,
     private readonly keys: SessionKeys,
+    private readonly approvals?: ApprovalDesk,
   ) {}
 
-  /** Asks the worker running this session's run to stop it at its next boundary. False when nothing runs. */
+  /**
+   * Asks the worker running this session's run to stop it at its next boundary; a run parked
+   * for an approval is woken to end cancelled. False when nothing runs.
+   */
   async stop(session: string): Promise<boolean> {
+    if (await this.approvals?.cancel(session)) return true;
     if (!(await this.running(session))) return false;
     await this.redis.publish(this.keys.cancelChannel, session);
     return true;
@@ -31,19 +39,21 @@ export class SessionControl {
   }
 
   async status(session: string): Promise<SessionStatus> {
-    const [running, queued, last] = await Promise.all([
+    const [running, queued, last, waiting] = await Promise.all([
       this.running(session),
       this.redis.llen(this.keys.inbox(session)),
       this.redis.get(this.keys.last(session)),
+      this.approvals?.pendingOf(session),
     ]);
-    const status: SessionStatus = { running, queued };
+    const status: SessionStatus = { running: running || !!waiting, queued };
+    if (waiting) status.waitingFor = { tool: waiting.tool, expiresAt: waiting.expiresAt };
     if (last) status.last = JSON.parse(last) as NonNullable<SessionStatus['last']>;
     return status;
   }
 }
 
 export function formatStatus(s: SessionStatus, now = Date.now()): string {
-  const parts = [s.running ? 'A run is working on this conversation.' : 'No run is active.'];
+  const parts = [s.waitingFor ? `A run is waiting for approval of ${s.waitingFor.tool} (until ${new Date(s.waitingFor.expiresAt).toISOString().slice(11, 16)} UTC).` : s.running ? 'A run is working on this conversation.' : 'No run is active.'];
   if (s.running) parts.push(`${s.queued} message(s) in its queue, counting the ones being answered.`);
   else if (s.queued > 0) parts.push(`${s.queued} message(s) waiting for a worker.`);
   if (s.last) {

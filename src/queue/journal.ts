@@ -17,6 +17,9 @@ export type JournalEntry =
   /** Where each attachment of the turn went, in message order. */
   | { t: 'attachments'; saved: SavedAttachment[] }
   | { t: 'status'; messageId: string }
+  /** A tool call asked for approval: the approval's id and when it expires (its card follows once posted). */
+  | { t: 'approval_open'; callId: string; id: string; expiresAt: number }
+  | { t: 'approval_card'; callId: string; messageId: string }
   | StepRecord
   | { t: 'piece_start'; i: number }
   | { t: 'piece'; i: number; id: string }
@@ -25,7 +28,7 @@ export type JournalEntry =
 
 export const parseJournal = (raw: readonly string[]): JournalEntry[] => raw.map((r) => JSON.parse(r) as JournalEntry);
 
-const isStep = (e: JournalEntry): e is StepRecord => e.t === 'model' || e.t === 'tool_start' || e.t === 'tool_end';
+const isStep = (e: JournalEntry): e is StepRecord => e.t === 'model' || e.t === 'tool_start' || e.t === 'tool_end' || e.t === 'approval';
 
 /**
  * The turn's journal for one run: what earlier runs wrote, plus this run's writes. Step records
@@ -58,6 +61,16 @@ export class TurnJournal implements StepJournal {
 
   get attachments(): SavedAttachment[] | undefined {
     return this.entries.find((e): e is Extract<JournalEntry, { t: 'attachments' }> => e.t === 'attachments')?.saved;
+  }
+
+  /** Approvals opened by this turn that have no decision recorded yet. */
+  get undecidedApprovals(): Extract<JournalEntry, { t: 'approval_open' }>[] {
+    const decided = new Set(this.entries.filter((e) => e.t === 'approval').map((e) => (e as { callId: string }).callId));
+    return this.entries.filter((e): e is Extract<JournalEntry, { t: 'approval_open' }> => e.t === 'approval_open' && !decided.has(e.callId));
+  }
+
+  approvalCardOf(callId: string): string | undefined {
+    return this.entries.find((e): e is Extract<JournalEntry, { t: 'approval_card' }> => e.t === 'approval_card' && e.callId === callId)?.messageId;
   }
 
   record(entry: JournalEntry): void {

@@ -46,6 +46,14 @@ export class SessionKeys {
   claims(session: string): string {
     return `${this.prefix}:s:${session}:claims`;
   }
+  /** The approval a session's parked run waits for (its id). */
+  approvalOf(session: string): string {
+    return `${this.prefix}:s:${session}:approval`;
+  }
+  /** One approval: the tool call, who may decide, the decision (a hash). */
+  approval(id: string): string {
+    return `${this.prefix}:approval:${id}`;
+  }
   /** Sessions with a non-empty inbox: what the reconciler walks. */
   get pending(): string {
     return `${this.prefix}:pending`;

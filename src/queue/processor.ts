@@ -1,6 +1,7 @@
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { ChatMessage, RunOutcome } from '../agent/types.js';
-import { RunSuspended } from '../agent/suspend.js';
+import { ApprovalPending, RunSuspended } from '../agent/suspend.js';
+import { requestApproval } from './approval-step.js';
 import { compactTurn } from '../agent/history.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import { deliverReply, type DeliveryReport, type OutboxRecord } from '../delivery/reply.js';
@@ -116,17 +117,27 @@ async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: Tur
   return selectTurn(claimed);
 }
 
-/** Runs the turn; a run stopped for a shutdown writes what it did and goes back to waiting for any worker. */
+/**
+ * Runs the turn. A call that needs approval parks the job until a decision (requestApproval
+ * throws BullMQ's DelayedError) unless it is decided at once, and then the turn runs on from the
+ * journal. A run stopped for a shutdown writes what it did and goes back to waiting for any worker.
+ */
 async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: Promise<string[]>, out: OutboundAdapter): Promise<TurnResult> {
-  try {
-    return await executeTurn(ctx, turn, journal, history, out);
-  } catch (err) {
-    if (!(err instanceof RunSuspended) || err.why !== 'shutdown') throw err;
-    await journal.writeBuffer();
-    await ctx.job.moveToWait(ctx.token);
-    await ctx.job.log(`run ${ctx.runId} stopped at a step boundary for a shutdown; another run resumes it from the journal`);
-    ctx.log.info('run suspended for shutdown; the job waits for another worker');
-    throw new WaitingError();
+  for (;;) {
+    try {
+      return await executeTurn(ctx, turn, journal, history, out);
+    } catch (err) {
+      if (err instanceof ApprovalPending) {
+        await requestApproval(ctx, journal, out, turn.taken[turn.taken.length - 1]!.message, err.request);
+        continue;
+      }
+      if (!(err instanceof RunSuspended) || err.why !== 'shutdown') throw err;
+      await journal.writeBuffer();
+      await ctx.job.moveToWait(ctx.token);
+      await ctx.job.log(`run ${ctx.runId} stopped at a step boundary for a shutdown; another run resumes it from the journal`);
+      ctx.log.info('run suspended for shutdown; the job waits for another worker');
+      throw new WaitingError();
+    }
   }
 }
 

@@ -10,6 +10,9 @@ import type { RunStore } from './run-record.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { RunQueue } from './run-queue.js';
 import type { SessionStore } from './session-store.js';
+import type { ApprovalDesk } from './approvals.js';
+import type { ToolPolicy } from '../tools/policy.js';
+import type { ExecOptions } from '../tools/sandbox.js';
 
 export interface RunDeps {
   redis: ScriptedRedis;
@@ -24,6 +27,13 @@ export interface RunDeps {
   attachmentMaxBytes: number;
   /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
   runTimeoutMs: number;
+  /** Which tools the conversation gets and which wait for approval. */
+  policy: ToolPolicy;
+  approvals: ApprovalDesk;
+  /** How long a call waits for a decision; then it counts as denied. */
+  approvalTimeoutMs: number;
+  /** run_command is offered (TOOLS_EXEC on or approve) with these options. */
+  exec?: ExecOptions;
   outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;

@@ -12,6 +12,7 @@ import { timelineEntry, type TimelineEntry } from './run-record.js';
 import type { RunContext } from './run-context.js';
 import { FencedError } from './session-store.js';
 import { FENCE } from './scripts.js';
+import { resolveApprovals } from './approval-step.js';
 import { toUserMessage, type Turn } from './turn.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
@@ -59,6 +60,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
   const progress = new ProgressReporter(out, to, log, Date.now, { ...(journal.statusMessageId !== undefined && { id: journal.statusMessageId }), record: (id) => journal.write([{ t: 'status', messageId: id }]) });
   let logs = Promise.resolve();
   try {
+    if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
     const history = boundHistory((await storedHistory).map((s) => JSON.parse(s) as ChatMessage[]), deps.historyTokens);
     const workspace = Workspace.forScope(deps.workspaceRoot, session);
     progress.start();
@@ -66,7 +68,8 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
     const outcome = await runAgent({
       model: deps.model,
-      tools: buildTools(workspace),
+      tools: buildTools(workspace, deps.exec ? { exec: deps.exec } : {}).filter((t) => deps.policy.offered(to.platform, t.name)),
+      needsApproval: (tool) => deps.policy.needsApproval(to.platform, tool),
       system: deps.system,
       history,
       input: messages.map((m) => toUserMessage(m, saved)),

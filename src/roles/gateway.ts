@@ -13,6 +13,7 @@ import type { Role } from './worker.js';
 import { Metrics } from '../metrics/metrics.js';
 import { mountAdmin } from '../http/admin.js';
 import { RunStore } from '../queue/run-record.js';
+import { ApprovalDesk } from '../queue/approvals.js';
 
 export interface GatewayRole extends Role {
   server: Server;
@@ -41,7 +42,8 @@ export async function startGatewayRole(
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis, log);
   const producer = new Producer(redis, queue, keys);
-  const control = new SessionControl(redis, keys);
+  const approvals = new ApprovalDesk(redis, keys, queue, config.approvals.approvers);
+  const control = new SessionControl(redis, keys, approvals);
   const intake = new Intake(producer, control, log, metrics);
   metrics.queueDepth(() => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'));
   const app = createHttpApp();
@@ -64,7 +66,7 @@ export async function startGatewayRole(
   for (const entry of CHANNELS) {
     if (!entry.enabled(config)) continue;
     const module = await entry.load();
-    channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, log: log.child({ channel: module.name }) }));
+    channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, approvals, log: log.child({ channel: module.name }) }));
   }
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (err?: Error) => (err ? reject(err) : resolve(s)));

@@ -13,6 +13,10 @@ import { createRunQueue } from '../queue/run-queue.js';
 import { withSessionScripts } from '../queue/scripts.js';
 import { startRunWorker } from '../queue/worker.js';
 import { RunStore } from '../queue/run-record.js';
+import { ApprovalDesk } from '../queue/approvals.js';
+import { ToolPolicy } from '../tools/policy.js';
+import { checkExecRuntime, type ExecOptions } from '../tools/index.js';
+import { ConfigError } from '../config/errors.js';
 import { Metrics } from '../metrics/metrics.js';
 import { countedOutbound } from '../metrics/counted-outbound.js';
 
@@ -37,6 +41,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
       const m = requireModel(config);
       return createOpenAIModel({ apiKey: m.apiKey, model: m.name, stream: m.stream, timeoutMs: m.timeoutMs, ...(m.baseURL && { baseURL: m.baseURL }) });
     })();
+  const exec = await execOptions(config, log);
   const redis = withSessionScripts(connectRedis(redisUrl, 'switchboard-worker-state', log));
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis, log);
@@ -59,6 +64,10 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     system: DEFAULT_SYSTEM_PROMPT,
     limits: { ...config.agent.limits, toolTimeoutMs: config.agent.toolTimeoutMs },
     runTimeoutMs: config.agent.runTimeoutMs,
+    policy: new ToolPolicy({ deny: config.tools.deny, approve: [...config.tools.approve, ...(config.exec.mode === 'approve' ? ['run_command'] : [])] }),
+    ...(exec && { exec }),
+    approvals: new ApprovalDesk(redis, keys, queue, config.approvals.approvers),
+    approvalTimeoutMs: config.approvals.timeoutMs,
     historyTokens: config.agent.historyTokens,
     foldMax: config.queue.foldMax,
     workspaceRoot: config.workspaceRoot,
@@ -76,4 +85,18 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
       redis.disconnect();
     },
   };
+}
+
+/**
+ * run_command's options when TOOLS_EXEC is on or approve. A worker refuses to start when the
+ * sandbox it needs cannot run (one line: how to install bubblewrap, or EXEC_SANDBOX=none).
+ */
+async function execOptions(config: Config, log: Logger): Promise<ExecOptions | undefined> {
+  if (config.exec.mode === 'off') return undefined;
+  const { mode: _mode, ...options } = config.exec;
+  const check = await checkExecRuntime(options);
+  if (!check.ok) throw new ConfigError([`config: TOOLS_EXEC=${config.exec.mode}: ${check.error}`]);
+  if (check.warning) log.warn({ sandbox: options.sandbox }, check.warning);
+  log.info({ mode: config.exec.mode, sandbox: options.sandbox, network: options.network }, 'run_command enabled');
+  return options;
 }

@@ -47,7 +47,8 @@ export async function runToolCall(
     return failure(name, target, detail, `invalid arguments (${clip(paths, 60)})`);
   }
 
-  const deadline = options.timeoutMs === undefined ? undefined : startDeadline(options.timeoutMs);
+  const timeoutMs = tool.timeoutMs ?? options.timeoutMs;
+  const deadline = timeoutMs === undefined ? undefined : startDeadline(timeoutMs);
   try {
     signal.throwIfAborted();
     const toolSignal = deadline ? AbortSignal.any([signal, deadline.signal]) : signal;
@@ -116,8 +117,9 @@ function okSummary(name: string, target: string, content: string): string {
 /** "notes/a.md" or "/TODO/ in notes", from the arguments the model sent. */
 function describeTarget(args: unknown): string {
   if (typeof args !== 'object' || args === null) return '';
-  const { path, pattern } = args as { path?: unknown; pattern?: unknown };
+  const { path, pattern, command } = args as { path?: unknown; pattern?: unknown; command?: unknown };
   const parts: string[] = [];
+  if (typeof command === 'string') parts.push(`\`${clip(command.replace(/\s+/g, ' '), 60)}\``);
   if (typeof pattern === 'string') parts.push(`/${clip(pattern, 40)}/`);
   if (typeof path === 'string') parts.push(typeof pattern === 'string' ? `in ${clip(path, 60)}` : clip(path, 60));
   return parts.join(' ');

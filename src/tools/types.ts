@@ -18,6 +18,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * when its earlier start has no recorded result. Any other tool is side-effecting.
    */
   readonly readOnly?: boolean;
+  /** Its own outer deadline instead of TOOL_TIMEOUT_MS (a command has its own timeout_s, up to EXEC_MAX_TIMEOUT_S). */
+  readonly timeoutMs?: number;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<string>;
 }
 

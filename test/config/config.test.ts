@@ -38,6 +38,18 @@ describe('defaults', () => {
     expect(c.agent.runTimeoutMs).toBe(900_000);
     expect(c.agent.toolTimeoutMs).toBe(60_000);
     expect(c.shutdownGraceMs).toBe(30_000);
+    expect(c.exec).toEqual({ mode: 'off', sandbox: 'bwrap', network: false, maxTimeoutS: 600 });
+  });
+
+  it('commands: TOOLS_EXEC, EXEC_SANDBOX, EXEC_NETWORK and EXEC_MAX_TIMEOUT_S', () => {
+    expect(config({ TOOLS_EXEC: 'approve' }).exec).toEqual({ mode: 'approve', sandbox: 'bwrap', network: false, maxTimeoutS: 600 });
+    expect(config({ TOOLS_EXEC: 'on', EXEC_SANDBOX: 'none', EXEC_NETWORK: '1', EXEC_MAX_TIMEOUT_S: '86400' }).exec).toEqual({
+      mode: 'on',
+      sandbox: 'none',
+      network: true,
+      maxTimeoutS: 86_400,
+    });
+    expect(config({ EXEC_MAX_TIMEOUT_S: '1', EXEC_NETWORK: 'no' }).exec).toMatchObject({ maxTimeoutS: 1, network: false });
   });
 
   it('the run and tool deadlines and the shutdown grace accept their smallest values', () => {
@@ -132,6 +144,12 @@ describe('one clear line per wrong value', () => {
     [{ SHUTDOWN_GRACE_MS: '-1' }, 'SHUTDOWN_GRACE_MS', /must be a whole number from 0 to 3600000 \(got "-1"\)$/],
     [{ SHUTDOWN_GRACE_MS: '4000000' }, 'SHUTDOWN_GRACE_MS', /must be a whole number from 0 to 3600000 \(got "4000000"\)$/],
     [{ MODEL_STREAM: 'maybe' }, 'MODEL_STREAM', /must be 1 or 0 \(true\/false\) \(got "maybe"\)$/],
+    [{ TOOLS_EXEC: 'yes' }, 'TOOLS_EXEC', /must be off, approve or on \(got "yes"\)$/],
+    [{ EXEC_SANDBOX: 'docker' }, 'EXEC_SANDBOX', /must be bwrap or none \(no sandbox: commands run on the host\) \(got "docker"\)$/],
+    [{ EXEC_NETWORK: 'maybe' }, 'EXEC_NETWORK', /must be 1 or 0 \(true\/false\) \(got "maybe"\)$/],
+    [{ EXEC_MAX_TIMEOUT_S: '0' }, 'EXEC_MAX_TIMEOUT_S', /must be a whole number from 1 to 86400 \(got "0"\)$/],
+    [{ EXEC_MAX_TIMEOUT_S: '86401' }, 'EXEC_MAX_TIMEOUT_S', /must be a whole number from 1 to 86400 \(got "86401"\)$/],
+    [{ EXEC_MAX_TIMEOUT_S: '10m' }, 'EXEC_MAX_TIMEOUT_S', /must be a whole number from 1 to 86400 \(got "10m"\)$/],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL', /must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)$/],
     [{ QUEUE_PREFIX: 'switchboard' }, 'QUEUE_PREFIX', /must be a Redis hash tag such as \{switchboard\}.* \(got "switchboard"\)$/],
     [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN', /must be at least 12 characters \(got "…"\)$/],

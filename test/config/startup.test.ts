@@ -33,6 +33,20 @@ describe('start-up of the real entry point', () => {
     expect(r.stderr).not.toContain('sk-do-not-print-me');
   });
 
+  it('a worker with TOOLS_EXEC on and no bwrap on the PATH refuses to start with one line saying what to do', async () => {
+    const prefix = uniquePrefix('startup-exec');
+    const redis = testRedis();
+    try {
+      const r = await run(['worker'], { REDIS_URL, QUEUE_PREFIX: prefix, OPENAI_API_KEY: 'x', TOOLS_EXEC: 'on', PATH: '/nonexistent' });
+      expect(r.code).toBe(1);
+      expect(r.lines).toHaveLength(1);
+      expect(r.lines[0]).toMatch(/^config: TOOLS_EXEC=on: .*bubblewrap.*EXEC_SANDBOX=none/);
+    } finally {
+      await dropPrefix(redis, prefix);
+      redis.disconnect();
+    }
+  });
+
   it('a worker without OPENAI_API_KEY or OPENAI_BASE_URL exits 1 naming OPENAI_API_KEY', async () => {
     const prefix = uniquePrefix('startup');
     const redis = testRedis();

@@ -55,6 +55,8 @@ export interface BotMessage {
   threadId?: number;
   /** Sent with disable_notification (Switchboard's status messages are). */
   silent?: true;
+  /** The inline keyboard the message shows now (reply_markup.inline_keyboard); an edit without one removes it. */
+  keyboard?: { text: string; callback_data?: string }[][];
   deleted: boolean;
   edits: number;
 }
@@ -90,6 +92,10 @@ export interface FakeTelegram {
   /** A user's message as Telegram sends it; the message id follows the chat's sequence. */
   message(fields: MessageFields): any;
   fault(fault: Fault): void;
+  /** A user's press of an inline button on one of the bot's messages, as an update for getUpdates; returns the query id. */
+  pressButton(from: TgUser, message: BotMessage, data: string): string;
+  /** answerCallbackQuery calls, by query id. */
+  callbackAnswers: Map<string, { text?: string; show_alert?: boolean }>;
   /**
    * Opt-in: `hold(call)` ms to wait before answering a call that has already taken effect (a slow
    * way back to the client, e.g. to stop a client between a post and its confirmation); 0 answers
@@ -140,6 +146,8 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   let webhook: FakeTelegram['webhook'];
   let commands: FakeTelegram['commands'] = [];
   let hold: ((call: RecordedCall) => number) | undefined;
+  const callbackAnswers = new Map<string, { text?: string; show_alert?: boolean }>();
+  const openQueries = new Set<string>();
 
   const messageIdFor = (chatId: number) => {
     const id = (nextMessageId.get(chatId) ?? 0) + 1;
@@ -232,6 +240,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
           ...(replyTo !== undefined && { replyTo }),
           ...(body.message_thread_id !== undefined && { threadId: body.message_thread_id }),
           ...(body.disable_notification === true && { silent: true as const }),
+          ...(body.reply_markup?.inline_keyboard && { keyboard: body.reply_markup.inline_keyboard }),
           deleted: false,
           edits: 0,
         });
@@ -243,7 +252,12 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         if (!target) return bad('message to edit not found');
         const parsed = parseText(body.text, body.parse_mode);
         if ('error' in parsed) return bad(parsed.error);
-        if (parsed.text === target.text) return bad('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        const keyboard = body.reply_markup?.inline_keyboard;
+        if (parsed.text === target.text && JSON.stringify(keyboard) === JSON.stringify(target.keyboard)) {
+          return bad('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        }
+        if (keyboard) target.keyboard = keyboard;
+        else delete target.keyboard;
         target.text = parsed.text;
         target.raw = body.text;
         target.edits += 1;
@@ -257,6 +271,12 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       }
       case 'sendChatAction':
         return ok(true);
+      case 'answerCallbackQuery': {
+        const id = String(body.callback_query_id);
+        if (!openQueries.has(id) || callbackAnswers.has(id)) return bad('query is too old and response timeout expired or query ID is invalid');
+        callbackAnswers.set(id, { ...(body.text !== undefined && { text: body.text }), ...(body.show_alert !== undefined && { show_alert: body.show_alert }) });
+        return ok(true);
+      }
       case 'getFile': {
         const file = files.get(body.file_id);
         if (!file) return bad('invalid file_id');
@@ -358,6 +378,16 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     },
     fault(f) {
       faults.push({ ...f });
+    },
+    callbackAnswers,
+    pressButton(from, message, data) {
+      const id = String(nextUpdateId * 7 + openQueries.size);
+      openQueries.add(id);
+      const chat = message.chatId > 0 ? { id: message.chatId, type: 'private', first_name: 'User' } : { id: message.chatId, type: 'supergroup', title: 'Group' };
+      const shown = { message_id: message.messageId, from: BOT_USER, chat, date: Math.floor(Date.now() / 1000), text: message.text, ...(message.keyboard && { reply_markup: { inline_keyboard: message.keyboard } }) };
+      updates.push({ update: { update_id: ++nextUpdateId, callback_query: { id, from, message: shown, chat_instance: `ci-${message.chatId}`, data } }, redeliver: false });
+      wake();
+      return id;
     },
     holdResponses(fn) {
       hold = fn;

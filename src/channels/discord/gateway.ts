@@ -161,6 +161,10 @@ export class DiscordGateway {
       void handlers.onMessage(message, { id: me.id, name: me.username, ...(roleId && { roleId }) }).catch((err: unknown) => log.error({ err: safeError(err), eventId: message.id }, 'discord message handler failed'));
     });
     client.on(Events.InteractionCreate, (interaction) => {
+      if (interaction.isButton()) {
+        void handlers.onButton(interaction).catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord button handler failed'));
+        return;
+      }
       if (!interaction.isChatInputCommand()) return;
       void handlers.onCommand(interaction, client.user?.username ?? '').catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord command handler failed'));
     });

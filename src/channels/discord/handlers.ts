@@ -1,6 +1,10 @@
-import { MessageFlags, type ChatInputCommandInteraction, type Message } from 'discord.js';
+import { MessageFlags, type ButtonInteraction, type ChatInputCommandInteraction, type Message } from 'discord.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
+import type { ApprovalDesk, ApprovalRecord, DecideResult } from '../../queue/approvals.js';
+import type { ApprovalCard } from '../types.js';
+import { decidedText } from './approval-card.js';
+import { parseApprovalCustomId } from './approval-data.js';
 import { unknownCommandText } from '../commands.js';
 import type { Intake } from '../intake.js';
 import { sessionKeyOf } from '../session-key.js';
@@ -8,10 +12,12 @@ import type { InboundMessage, OutboundAdapter } from '../types.js';
 import { INTERACTION_TOKEN_MS, interactionKey, interactionOf } from './ids.js';
 import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
-import { commandView, messageView } from './views.js';
+import { buttonView, commandView, messageView } from './views.js';
 
 export interface HandlerDeps {
   intake: Intake;
+  /** Where an approval button's press is decided. */
+  approvals: Pick<ApprovalDesk, 'decide'>;
   out: OutboundAdapter;
   redis: Redis;
   prefix: string;
@@ -19,6 +25,7 @@ export interface HandlerDeps {
 }
 
 const QUEUE_FAILED = 'Sorry, I could not take this request (the queue is not reachable). Please try again in a moment.';
+const DECIDE_FAILED = 'Sorry, I could not record your decision (the queue is not reachable). Please press again in a moment.';
 
 /**
  * Discord events → the intake. Acknowledges at once and never waits for a run: a message is
@@ -72,6 +79,34 @@ export class DiscordHandlers {
     }
   }
 
+  /**
+   * An Approve / Deny press on an approval card, answered within Discord's 3 seconds (deciding
+   * is a few Redis calls). Decided: the card is updated in place (UPDATE_MESSAGE) to the decided
+   * text without buttons — the same text the resumed run's approvalDecided sets, so the two edits
+   * agree whichever lands last. Anyone else, a second press or a stale card: only the presser is
+   * told why (an ephemeral reply), and nothing changes.
+   */
+  async onButton(interaction: ButtonInteraction): Promise<void> {
+    const { log, approvals } = this.deps;
+    const view = buttonView(interaction);
+    const parsed = parseApprovalCustomId(view.customId);
+    if (!parsed) return void (await ephemeral(interaction, 'This button is not one of mine.'));
+    let result: DecideResult;
+    try {
+      result = await approvals.decide(parsed.id, parsed.decision, { platform: 'discord', userId: view.user.id, name: view.user.name });
+    } catch (err) {
+      log.error({ err: safeError(err), eventId: view.id, approval: parsed.id }, 'could not decide an approval');
+      return void (await ephemeral(interaction, DECIDE_FAILED));
+    }
+    log.info({ eventId: view.id, approval: parsed.id, decision: parsed.decision, by: view.user.id, result: result.kind }, 'discord approval button');
+    if (result.kind === 'decided') {
+      const { record } = result;
+      const outcome = { decision: record.status as 'approved' | 'denied', by: record.by ?? view.user.name, at: record.at ?? Date.now() };
+      return void (await interaction.update({ content: decidedText(cardOf(record), outcome), components: [], allowedMentions: { parse: [] } }));
+    }
+    await ephemeral(interaction, buttonAnswer(result));
+  }
+
   /** Defer first (the enqueue may be slow, the deadline is 3 s), then queue. The worker answers through the interaction. */
   private async enqueue(interaction: ChatInputCommandInteraction, message: InboundMessage, botName: string): Promise<void> {
     const { log, redis, prefix, intake, out } = this.deps;
@@ -89,6 +124,27 @@ export class DiscordHandlers {
   }
 }
 
-function ephemeral(interaction: ChatInputCommandInteraction, content: string): Promise<unknown> {
+function ephemeral(interaction: ChatInputCommandInteraction | ButtonInteraction, content: string): Promise<unknown> {
   return interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+/** The card as the worker shows it (queue/approval-step.ts builds it from the record the same way). */
+function cardOf(r: ApprovalRecord): ApprovalCard {
+  return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
+}
+
+/** What a press that decided nothing tells the presser (only they see it). */
+export function buttonAnswer(result: Exclude<DecideResult, { kind: 'decided' }>): string {
+  switch (result.kind) {
+    case 'not_allowed':
+      return 'Only the person who asked, or an approver, can decide this.';
+    case 'unknown':
+      return 'This request is no longer waiting for a decision.';
+    case 'already': {
+      const { status, by } = result.record;
+      if (status === 'expired') return 'Already decided: nobody decided in time, so it counted as a deny.';
+      if (status === 'cancelled') return 'Already decided: the run was stopped.';
+      return `Already decided: ${status}${by ? ` by ${by}` : ''}.`;
+    }
+  }
 }

@@ -57,6 +57,11 @@ export function pieceNonce(to: Pick<InboundMessage, 'id'>, kind: string, index: 
   return createHash('sha256').update(`${to.id}\n${kind}\n${index}`).digest('base64url').slice(0, 25);
 }
 
+/** The nonce of an approval card: one per approval, so a resent card (a lost response, a retried job) is not posted twice. */
+export function cardNonce(approvalId: string): string {
+  return createHash('sha256').update(`approval-card\n${approvalId}`).digest('base64url').slice(0, 25);
+}
+
 /** Redis key of a slash command's interaction (for answering it when its turn was folded into a later one). */
 export function interactionKey(prefix: string, messageId: string): string {
   return `${prefix}:discord:ix:${messageId}`;

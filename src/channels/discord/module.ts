@@ -34,7 +34,7 @@ export const discordChannel = {
   inbound(ctx: GatewayContext): DiscordGateway {
     const d = settings(ctx.config);
     const { rest, out } = outboundFor(ctx.config, ctx.redis, ctx.log);
-    const handlers = new DiscordHandlers({ intake: ctx.intake, out, redis: ctx.redis, prefix: ctx.prefix, log: ctx.log });
+    const handlers = new DiscordHandlers({ intake: ctx.intake, approvals: ctx.approvals, out, redis: ctx.redis, prefix: ctx.prefix, log: ctx.log });
     return new DiscordGateway({
       token: d.token,
       applicationId: d.applicationId,

@@ -3,12 +3,13 @@ import type { Logger } from '../../log.js';
 import type { FailureReason } from '../../agent/types.js';
 import { splitMessage } from '../../delivery/chunk.js';
 import { honestLine } from '../../delivery/honest-line.js';
-import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import { cardButtons, cardText, decidedText } from './approval-card.js';
 import { downloadAttachment } from './download.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { DiscordApiError, discordWriteFailure, interactionGone, safeError } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
-import { interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, type InteractionRef } from './ids.js';
+import { cardNonce, interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, type InteractionRef } from './ids.js';
 import type { DiscordRest } from './rest.js';
 
 const EPHEMERAL = 1 << 6;
@@ -111,6 +112,37 @@ export class DiscordOutbound implements OutboundAdapter {
   async typing(to: InboundMessage): Promise<void> {
     if (interactionOf(to)) return;
     await this.rest.request('POST', `/channels/${to.conversation}/typing`, { idempotent: true });
+  }
+
+  /**
+   * The approval card, with Approve / Deny buttons the gateway decides. Always a channel message
+   * (it is edited when the run resumes, which may be past a slash command's 15-minute token): a
+   * reply to the user's message for a mention or DM, a message in the command's channel for a
+   * slash command. Its nonce comes from the approval id, so a resend returns the card already
+   * posted. It pings no one.
+   */
+  async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
+    const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true };
+    if (to.replyTo && !interactionOf(to)) {
+      body.message_reference = { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false };
+      body.allowed_mentions = { parse: [], replied_user: false };
+    }
+    const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
+    return posted.id;
+  }
+
+  /**
+   * The decided card: the same text plus the decision, without its buttons. The gateway's answer
+   * to the click (UPDATE_MESSAGE) shows the same text already, so this edit is idempotent: it
+   * settles the card whichever of the two lands first, and shows an expiry or a /stop. A card
+   * someone deleted stays deleted.
+   */
+  async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+    try {
+      await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content: decidedText(card, outcome), components: [], allowed_mentions: NO_PINGS } });
+    } catch (err) {
+      if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
+    }
   }
 
   download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {

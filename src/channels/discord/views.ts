@@ -1,5 +1,18 @@
-import type { ChatInputCommandInteraction, Message, User } from 'discord.js';
+import type { ButtonInteraction, ChatInputCommandInteraction, Message, User } from 'discord.js';
 import type { CommandView, MessageView } from './inbound.js';
+
+/** A press of a button on one of our messages. */
+export interface ButtonView {
+  /** The interaction id. */
+  id: string;
+  customId: string;
+  /** The message the button is on. */
+  messageId: string;
+  channelId: string;
+  guildId?: string;
+  /** Who pressed: `name` is the unique username (what a decided card shows). */
+  user: { id: string; name: string };
+}
 
 /** The only place discord.js objects are read: what the pure rules in inbound.ts need, as plain data. */
 
@@ -35,5 +48,16 @@ export function commandView(interaction: ChatInputCommandInteraction): CommandVi
     channelId: interaction.channelId,
     ...(interaction.guildId && { guildId: interaction.guildId }),
     user: { id: interaction.user.id, name: nameOf(interaction.user, displayName) },
+  };
+}
+
+export function buttonView(interaction: ButtonInteraction): ButtonView {
+  return {
+    id: interaction.id,
+    customId: interaction.customId,
+    messageId: interaction.message.id,
+    channelId: interaction.channelId,
+    ...(interaction.guildId && { guildId: interaction.guildId }),
+    user: { id: interaction.user.id, name: interaction.user.username },
   };
 }

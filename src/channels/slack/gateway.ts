@@ -4,6 +4,8 @@ import type { WebClient } from '@slack/web-api';
 import { sessionKeyOf } from '../session-key.js';
 import type { InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
+import { APPROVAL_ACTION_IDS } from './approval-data.js';
+import { decideClick, type SlackBlockActions, type SlackButtonAction } from './approvals.js';
 import { commandReplyKey, engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
@@ -41,6 +43,8 @@ export class SlackGateway {
   private identityProblem = 'auth.test not done yet';
   private lastEventAt: number | undefined;
   private stopped = false;
+  /** Private answers to clicks still being posted (awaited on stop). */
+  private readonly answering = new Set<Promise<void>>();
 
   constructor(private readonly ctx: GatewayContext) {
     const slack = ctx.config.channels.slack;
@@ -71,6 +75,11 @@ export class SlackGateway {
       const text = await this.onAsk(command as SlackCommandPayload);
       await ack({ response_type: 'ephemeral', text });
     });
+    // Approval cards' buttons (HTTP: interactivity posts to the same /slack/events; Socket Mode: `interactive` envelopes).
+    this.app.action({ type: 'block_actions', action_id: APPROVAL_ACTION_IDS }, async ({ ack, body, action }) => {
+      await ack();
+      await this.onApprovalClick(body as unknown as SlackBlockActions, action as unknown as SlackButtonAction);
+    });
     this.app.error(async (err) => {
       ctx.log.error({ err }, 'slack event not handled');
       // Rethrown: HTTP answers 500 and Socket Mode does not ack, so Slack delivers the event again.
@@ -96,6 +105,7 @@ export class SlackGateway {
     this.stopped = true;
     clearTimeout(this.identityTimer);
     if (this.transport === 'socket') await this.receiver.stop().catch((err: unknown) => this.ctx.log.warn({ err }, 'socket mode stop failed'));
+    await Promise.allSettled([...this.answering]);
   }
 
   health(): ChannelHealth {
@@ -175,6 +185,26 @@ export class SlackGateway {
         return result.kind === 'queued' ? 'Working on it — the answer will appear here.' : 'Already received.';
       }
     }
+  }
+
+  /**
+   * An Approve / Deny click, after the ack (Slack wants it within 3 s): decided through the
+   * approval desk; a clicker who may not decide, a second click or a card nobody waits for gets a
+   * private answer (chat.postEphemeral in the card's thread), posted without holding the request.
+   * A Redis failure throws: the click is not acknowledged over HTTP (500) and Slack shows an error.
+   */
+  private async onApprovalClick(body: SlackBlockActions, action: SlackButtonAction): Promise<void> {
+    this.lastEventAt = Date.now();
+    const outcome = await decideClick(this.ctx.approvals, body, action);
+    const log = this.ctx.log.child({ channel: outcome.channel, user: body.user.id, action: action.action_id });
+    log.info({ value: action.value, result: outcome.result?.kind ?? 'not_ours' }, 'slack approval click');
+    if (outcome.answer === undefined) return;
+    if (outcome.channel === undefined) return log.warn('approval click without a channel: the clicker cannot be answered');
+    const sent: Promise<void> = this.outbound
+      .ephemeral(outcome.channel, body.user.id, outcome.answer, outcome.thread)
+      .catch((err: unknown) => log.warn({ err }, 'could not answer the approval click'))
+      .finally(() => this.answering.delete(sent));
+    this.answering.add(sent);
   }
 
   /** A command typed in a mention or DM is answered where it was typed, without holding the ack. */

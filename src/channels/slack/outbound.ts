@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
-import type { Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure } from './api.js';
+import { cardMessage, decidedMessage } from './approval-card.js';
 import { downloadSlackFile } from './download.js';
 import { slackLogger } from './logger.js';
 import { escapePlain, slackPieces, statusText } from './format.js';
@@ -110,6 +111,34 @@ export class SlackOutbound implements OutboundAdapter {
       jobs.push(swap(to.replyTo, true));
     }
     await Promise.all(jobs);
+  }
+
+  /**
+   * The approval card, where the answer would go (the request's thread): the call in a code
+   * block, who asked, and Approve / Deny buttons the gateway's action listener decides. Not
+   * repeated when its response is lost (it may have been posted).
+   */
+  async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
+    const { text, blocks } = cardMessage(card);
+    const res = await slackCall(
+      'chat.postMessage',
+      () => this.client.chat.postMessage({ channel: to.conversation, text, blocks, unfurl_links: false, unfurl_media: false, ...(to.thread !== undefined && { thread_ts: to.thread }) }),
+      { idempotent: false },
+    );
+    if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
+    this.options.log.info({ channel: to.conversation, thread: to.thread, approval: card.id, ts: res.ts }, 'approval card posted');
+    return res.ts;
+  }
+
+  /** The decided card: the same question and call, the decision instead of the buttons. */
+  async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+    const { text, blocks } = decidedMessage(card, outcome);
+    await slackCall('chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text, blocks }), { idempotent: true });
+  }
+
+  /** A message only `user` sees, in `channel` (and in `thread`): the answer to a button click. */
+  async ephemeral(channel: string, user: string, text: string, thread?: string): Promise<void> {
+    await slackCall('chat.postEphemeral', () => this.client.chat.postEphemeral({ channel, user, text, ...(thread !== undefined && { thread_ts: thread }) }), { idempotent: false });
   }
 
   async download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {

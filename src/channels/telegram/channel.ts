@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { Bot } from 'grammy';
-import type { BotCommand, Message, Update } from 'grammy/types';
+import type { BotCommand, CallbackQuery, Message, Update } from 'grammy/types';
+import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
+import { parseApprovalData } from './approval-data.js';
 import type { Logger } from '../../log.js';
 import type { IntakeResult } from '../intake.js';
 import { COMMANDS, parseCommand } from '../commands.js';
@@ -30,6 +32,7 @@ export interface TelegramGatewayDeps {
   settings: TelegramSettings;
   attachmentMaxBytes: number;
   intake: { accept(message: InboundMessage, botName?: string): Promise<IntakeResult> };
+  approvals: Pick<ApprovalDesk, 'decide'>;
   app: Express;
   redis: Redis;
   prefix: string;
@@ -40,8 +43,8 @@ export interface TelegramGatewayDeps {
   polling?: Partial<Pick<PollerOptions, 'pollTimeoutSec' | 'conflictBackoffMs' | 'conflictMaxMs' | 'errorBackoffMs' | 'standbyRetryMs'>> & { leaseTtlMs?: number };
 }
 
-/** Only new messages: edits never start a second run, and nothing else is needed. */
-const ALLOWED_UPDATES = ['message'] as const;
+/** New messages (edits never start a second run) and presses of approval buttons. */
+const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
 /** How long an immediate answer (a command, a refusal) is remembered, so a redelivered update is not answered twice. */
 const ANSWERED_TTL_SECONDS = 24 * 3600;
 
@@ -75,6 +78,7 @@ export class TelegramChannel {
     this.bot = new Bot(settings.token, { client: { ...(settings.apiRoot && { apiRoot: settings.apiRoot }) } });
     this.bot.api.config.use(redactNetworkErrors);
     this.bot.on('message', (ctx) => this.onMessage(ctx.message, ctx.update.update_id));
+    this.bot.on('callback_query:data', (ctx) => this.onButton(ctx.callbackQuery));
     if (settings.webhookUrl) {
       // Mounted now: the gateway adds routes before it listens, and starts channels after.
       const secret = webhookSecretFor(settings.token, settings.webhookSecret);
@@ -194,6 +198,26 @@ export class TelegramChannel {
     if (result.kind === 'command') this.reply(message, result.reply);
   }
 
+  /**
+   * An Approve / Deny press: decided once, by the person who asked or an approver; anyone else,
+   * or a second press, is told so privately (the callback answer) and nothing changes. The run
+   * shows the decision on the card when it resumes.
+   */
+  private async onButton(query: CallbackQuery): Promise<void> {
+    const parsed = parseApprovalData(query.data ?? '');
+    if (!parsed) return void (await this.answerButton(query.id, 'This button is not one of mine.'));
+    const name = query.from.username ? `@${query.from.username}` : query.from.first_name;
+    const result = await this.deps.approvals.decide(parsed.id, parsed.decision, { platform: 'telegram', userId: String(query.from.id), name });
+    this.log.info({ approval: parsed.id, decision: parsed.decision, by: query.from.id, result: result.kind }, 'telegram approval button');
+    await this.answerButton(query.id, buttonAnswer(result));
+  }
+
+  private async answerButton(queryId: string, text: string): Promise<void> {
+    await withTelegramRetries(() => this.bot.api.answerCallbackQuery(queryId, { text }), { idempotent: true, maxWaitMs: 2_000 }).catch((err: unknown) =>
+      this.log.warn({ error: describeTelegramError(err) }, 'could not answer the button press'),
+    );
+  }
+
   private async firstAnswer(eventId: string): Promise<boolean> {
     const key = `${this.deps.prefix}:telegram:answered:${eventId}`;
     return (await this.deps.redis.set(key, '1', 'EX', ANSWERED_TTL_SECONDS, 'NX')) === 'OK';
@@ -207,5 +231,19 @@ export class TelegramChannel {
       .catch((err: unknown) => this.log.warn({ eventId: to.eventId, error: describeTelegramError(err) }, 'telegram command reply failed'))
       .finally(() => this.replies.delete(sent));
     this.replies.add(sent);
+  }
+}
+
+/** What the person who pressed a button reads (only they see it). */
+function buttonAnswer(result: DecideResult): string {
+  switch (result.kind) {
+    case 'decided':
+      return result.record.status === 'approved' ? 'Approved: the run goes on.' : 'Denied: the call will not run.';
+    case 'already':
+      return `Already decided: ${result.record.status}${result.record.by ? ` by ${result.record.by}` : ''}.`;
+    case 'not_allowed':
+      return 'Only the person who asked, or an approver, can decide this.';
+    case 'unknown':
+      return 'This request is no longer waiting for a decision.';
   }
 }

@@ -39,6 +39,7 @@ export const telegramModule = {
       settings: { ...settings, apiRoot: settings.apiRoot === undefined ? undefined : apiRootOf(settings) },
       attachmentMaxBytes: ctx.config.attachmentMaxBytes,
       intake: ctx.intake,
+      approvals: ctx.approvals,
       app: ctx.app,
       redis: ctx.redis,
       prefix: ctx.prefix,

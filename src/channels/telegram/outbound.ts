@@ -1,11 +1,13 @@
 import type { Api } from 'grammy';
 import type { Logger } from '../../log.js';
 import { splitMessage } from '../../delivery/chunk.js';
-import type { Attachment, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
+import { approvalData } from './approval-data.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { classifyTelegramError, describeTelegramError, sleep, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
 import { downloadFile } from './download.js';
-import { toTelegramHtml, visibleLength } from './format.js';
+import { escapeHtml, toTelegramHtml, visibleLength } from './format.js';
 import { chatIdOf, isGroup, PLATFORM, threadIdOf } from './ids.js';
 import { ChatPacer } from './pacing.js';
 
@@ -99,6 +101,34 @@ export class TelegramOutbound implements OutboundAdapter {
     }
   }
 
+  /** The card: the exact call in a code block, who asked, and an inline keyboard whose presses the gateway decides. */
+  async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
+    const chatId = chatIdOf(to);
+    const thread = threadIdOf(to);
+    const replyTo = isGroup(to) && to.replyTo !== undefined ? Number(to.replyTo) : undefined;
+    const message = await withTelegramRetries(
+      () =>
+        this.api.sendMessage(chatId, approvalHtml(card), {
+          parse_mode: 'HTML',
+          reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: approvalData(card.id, 'approved') }, { text: 'Deny', callback_data: approvalData(card.id, 'denied') }]] },
+          ...(thread !== undefined && { message_thread_id: thread }),
+          ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+        }),
+      { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS },
+    );
+    return String(message.message_id);
+  }
+
+  /** The decided card: the same text and the decision, without its buttons. */
+  async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+    const text = `${approvalHtml(card)}\n\n${escapeHtml(decisionLine(outcome))}`;
+    try {
+      await withTelegramRetries(() => this.api.editMessageText(chatIdOf(to), Number(messageId), text, { parse_mode: 'HTML' }), { idempotent: true, maxWaitMs: 60_000 });
+    } catch (err) {
+      if (classifyTelegramError(err).kind !== 'not_modified') throw err;
+    }
+  }
+
   download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
     return downloadFile(this.api, this.options.apiRoot, this.options.token, attachment.ref, maxBytes, signal);
   }
@@ -174,4 +204,11 @@ function clampStatus(text: string): string {
   const trimmed = text.trim() || '…';
   if (trimmed.length <= TELEGRAM_TEXT_LIMIT) return trimmed;
   return `…${trimmed.slice(trimmed.length - (TELEGRAM_TEXT_LIMIT - 1))}`;
+}
+
+/** The card's question, the call in a code block (clipped to fit one message), and who asked. */
+function approvalHtml(card: ApprovalCard): string {
+  const { label, code } = cardSubject(card);
+  const shown = code.length > 3_000 ? `${code.slice(0, 3_000)}\n… (${code.length - 3_000} more characters)` : code;
+  return `<b>${escapeHtml(label)}</b>\n<pre>${escapeHtml(shown)}</pre>\n${escapeHtml(cardFooter(card))}`;
 }

@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { DeliveredOutcome } from '../types.js';
+import type { ApprovalCard, DeliveredOutcome } from '../types.js';
+import type { ApprovalDesk } from '../../queue/approvals.js';
+import { cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import type { Intake } from '../intake.js';
 import { terminalMessage } from './inbound.js';
 import { terminalStreamKey, type TerminalEvent } from './stream.js';
@@ -8,6 +10,8 @@ export interface TerminalOutput {
   progress(line: string): void;
   answer(text: string): void;
   notice(text: string): void;
+  /** A tool call waits for approval: resolves true to approve. Absent: every call is denied. */
+  approve?(card: ApprovalCard): Promise<boolean>;
 }
 
 export type SendResult = { kind: 'queued'; done: Promise<DeliveredOutcome> } | { kind: 'handled'; ok: boolean };
@@ -30,6 +34,7 @@ export class TerminalClient {
     private readonly session: string,
     private readonly user: string,
     private readonly output: TerminalOutput,
+    private readonly approvals?: ApprovalDesk,
   ) {
     this.streamKey = terminalStreamKey(prefix, session);
   }
@@ -62,6 +67,16 @@ export class TerminalClient {
     await this.loop?.catch(() => {});
   }
 
+  /** Asks the person at the terminal (the requester, so they may decide) and records the answer. */
+  private async answerApproval(card: ApprovalCard): Promise<void> {
+    if (!this.approvals) return;
+    const { label, code } = cardSubject(card);
+    this.output.notice(`${label}\n  ${code.split('\n').join('\n  ')}`);
+    const yes = (await this.output.approve?.(card)) ?? false;
+    const result = await this.approvals.decide(card.id, yes ? 'approved' : 'denied', { platform: 'terminal', userId: this.user, name: this.user });
+    if (result.kind !== 'decided') this.output.notice(`(approval ${result.kind === 'already' ? 'was already decided' : result.kind === 'not_allowed' ? 'is not yours to decide' : 'is unknown'})`);
+  }
+
   private async read(): Promise<void> {
     while (!this.closed) {
       let batch: [string, [string, string[]][]][] | null;
@@ -82,6 +97,11 @@ export class TerminalClient {
   }
 
   private dispatch(event: TerminalEvent): void {
+    if (event.type === 'approval') {
+      this.answerApproval(event.card).catch((err: unknown) => this.output.notice(`could not answer the approval: ${err instanceof Error ? err.message : String(err)}`));
+      return;
+    }
+    if (event.type === 'approval_decided') return this.output.progress(decisionLine(event.outcome));
     if (event.type === 'progress') this.output.progress(event.line);
     else if (event.type === 'post') (event.kind === 'answer' ? this.output.answer : event.kind === 'status' ? this.output.progress : this.output.notice).call(this.output, event.text);
     else {

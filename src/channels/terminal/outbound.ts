@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { STREAM_MAXLEN, terminalStreamKey, type TerminalEvent } from './stream.js';
 
@@ -27,6 +27,15 @@ export class TerminalOutbound implements OutboundAdapter {
 
   async progress(to: InboundMessage, line: string): Promise<void> {
     await this.write(to, { type: 'progress', to: to.id, line });
+  }
+
+  /** The chat process asks at its prompt (or `--yes` answers for it) and decides through Redis. */
+  async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
+    return this.write(to, { type: 'approval', to: to.id, card });
+  }
+
+  async approvalDecided(to: InboundMessage, _messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+    await this.write(to, { type: 'approval_decided', to: to.id, card, outcome });
   }
 
   async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {

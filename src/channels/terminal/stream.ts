@@ -1,4 +1,4 @@
-import type { DeliveredOutcome, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, PostKind } from '../types.js';
 
 /**
  * The terminal channel's outbound path: the worker appends events to a Redis stream per
@@ -8,7 +8,9 @@ import type { DeliveredOutcome, PostKind } from '../types.js';
 export type TerminalEvent =
   | { type: 'progress'; to: string; line: string }
   | { type: 'post'; to: string; kind: PostKind; text: string }
-  | { type: 'ended'; to: string; outcome: DeliveredOutcome };
+  | { type: 'ended'; to: string; outcome: DeliveredOutcome }
+  | { type: 'approval'; to: string; card: ApprovalCard }
+  | { type: 'approval_decided'; to: string; card: ApprovalCard; outcome: ApprovalOutcome };
 
 export const terminalStreamKey = (prefix: string, conversation: string) => `${prefix}:term:${encodeURIComponent(conversation)}`;
 

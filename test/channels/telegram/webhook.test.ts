@@ -24,8 +24,8 @@ describe('telegram webhook mode (TELEGRAM_WEBHOOK_URL)', () => {
       body: JSON.stringify(update),
     });
 
-  it('registers the webhook with its secret and only message updates, and never polls', () => {
-    expect(h.tg.webhook).toEqual({ url: 'https://bot.example.com/telegram/webhook', secret_token: SECRET, allowed_updates: ['message'] });
+  it('registers the webhook with its secret and only message and button-press updates, and never polls', () => {
+    expect(h.tg.webhook).toEqual({ url: 'https://bot.example.com/telegram/webhook', secret_token: SECRET, allowed_updates: ['message', 'callback_query'] });
     expect(h.tg.callsOf('getUpdates')).toEqual([]);
     expect(h.channel().health().connected).toBe(true);
   });

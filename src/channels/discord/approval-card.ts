@@ -1,0 +1,77 @@
+import type { ApprovalCard, ApprovalOutcome } from '../types.js';
+import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
+import { approvalCustomId } from './approval-data.js';
+import { MESSAGE_LIMIT } from './ids.js';
+
+/** Component types and button styles (Discord's message components). */
+const ACTION_ROW = 1;
+const BUTTON = 2;
+const SUCCESS = 3;
+const DANGER = 4;
+
+/** Room kept under the limit for the decision line, so the decided card is the same text plus it. */
+const DECISION_ROOM = 200;
+
+export interface ButtonComponent {
+  type: typeof BUTTON;
+  style: number;
+  label: string;
+  custom_id: string;
+}
+
+export interface ActionRow {
+  type: typeof ACTION_ROW;
+  components: ButtonComponent[];
+}
+
+/** Markdown that a name or a line of ours could carry by accident (a display name with `*` or `||`). */
+export function escapeMarkdown(text: string): string {
+  return text.replace(/([\\*_~`|])/g, '\\$1');
+}
+
+/** Inside a code block nothing renders but a closing fence: a run of three backticks is broken up. */
+function unfence(code: string): string {
+  return code.replace(/```/g, '`\u200b`\u200b`');
+}
+
+/** At most `room` characters: the head of `text` and how much was left out. */
+function clip(text: string, room: number): string {
+  if (text.length <= room) return text;
+  const note = (n: number) => `\n… (${n} more characters)`;
+  let cut = Math.max(0, room - note(text.length).length);
+  if (cut > 0 && /[\uD800-\uDBFF]/.test(text[cut - 1]!)) cut--;
+  return `${text.slice(0, cut)}${note(text.length - cut)}`;
+}
+
+/**
+ * The card's text: the question (bold), the call in a code block (clipped so the card, and the
+ * card with its decision line, stay within one message), and who asked until when.
+ */
+export function cardText(card: ApprovalCard): string {
+  const { label, code } = cardSubject(card);
+  const head = `**${label}**\n\`\`\`\n`;
+  const tail = `\n\`\`\`\n${escapeMarkdown(cardFooter(card))}`;
+  return `${head}${clip(unfence(code), MESSAGE_LIMIT - DECISION_ROOM - head.length - tail.length)}${tail}`;
+}
+
+/** The decided card: the same text and the decision, in bold. */
+export function decidedText(card: ApprovalCard, outcome: ApprovalOutcome): string {
+  // Clipped before escaping: escaped, it still fits the room kept for it.
+  const line = decisionLine(outcome);
+  const room = Math.floor((DECISION_ROOM - 8) / 2);
+  const shown = line.length > room ? `${line.slice(0, room - 1)}…` : line;
+  return `${cardText(card)}\n\n**${escapeMarkdown(shown)}**`;
+}
+
+/** One action row: Approve (green) and Deny (red), each carrying the approval id and its decision. */
+export function cardButtons(approvalId: string): ActionRow[] {
+  return [
+    {
+      type: ACTION_ROW,
+      components: [
+        { type: BUTTON, style: SUCCESS, label: 'Approve', custom_id: approvalCustomId(approvalId, 'approved') },
+        { type: BUTTON, style: DANGER, label: 'Deny', custom_id: approvalCustomId(approvalId, 'denied') },
+      ],
+    },
+  ];
+}

@@ -1,0 +1,35 @@
+import type { ApprovalCard, ApprovalOutcome } from '../channels/types.js';
+
+/** The part of a card that shows what would run: the command itself for run_command, else the arguments as sent. */
+export function cardSubject(card: Pick<ApprovalCard, 'tool' | 'args'>): { label: string; code: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(card.args);
+  } catch {
+    parsed = undefined;
+  }
+  const command = typeof parsed === 'object' && parsed !== null && 'command' in parsed ? (parsed as { command: unknown }).command : undefined;
+  if (card.tool === 'run_command' && typeof command === 'string') return { label: 'Run this command in the workspace?', code: command };
+  return { label: `Call ${card.tool} with these arguments?`, code: parsed === undefined ? card.args : JSON.stringify(parsed, null, 2) };
+}
+
+const time = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+
+/** The card's question line: who asked, and until when it waits (UTC). */
+export function cardFooter(card: ApprovalCard): string {
+  return `Asked by ${card.requester}. Waits until ${time(card.expiresAt)} UTC; no answer counts as deny.`;
+}
+
+/** What a decided card says instead of its buttons. */
+export function decisionLine(outcome: ApprovalOutcome): string {
+  switch (outcome.decision) {
+    case 'approved':
+      return `✅ Approved by ${outcome.by} at ${time(outcome.at)} UTC`;
+    case 'denied':
+      return `❌ Denied by ${outcome.by} at ${time(outcome.at)} UTC`;
+    case 'expired':
+      return `⌛ Expired at ${time(outcome.at)} UTC: nobody approved it (counts as deny)`;
+    case 'cancelled':
+      return `⏹ Cancelled at ${time(outcome.at)} UTC: the run was stopped`;
+  }
+}

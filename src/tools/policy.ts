@@ -1,0 +1,42 @@
+/**
+ * Which tools a conversation gets, and which wait for a person's approval: `TOOLS_DENY` and
+ * `TOOLS_APPROVE` entries are a tool name (everywhere) or `platform:tool` (only there). A denied
+ * tool is not offered to the model at all, so it costs no tokens and cannot be called.
+ */
+export class ToolPolicy {
+  private readonly deny: Rule[];
+  private readonly approve: Rule[];
+
+  constructor(lists: { deny?: readonly string[]; approve?: readonly string[] } = {}) {
+    this.deny = (lists.deny ?? []).map(parseRule);
+    this.approve = (lists.approve ?? []).map(parseRule);
+  }
+
+  offered(platform: string, tool: string): boolean {
+    return !this.deny.some((r) => matches(r, platform, tool));
+  }
+
+  needsApproval(platform: string, tool: string): boolean {
+    return this.approve.some((r) => matches(r, platform, tool));
+  }
+}
+
+interface Rule {
+  platform?: string;
+  tool: string;
+}
+
+function parseRule(entry: string): Rule {
+  const at = entry.indexOf(':');
+  return at < 0 ? { tool: entry } : { platform: entry.slice(0, at), tool: entry.slice(at + 1) };
+}
+
+const matches = (r: Rule, platform: string, tool: string) => r.tool === tool && (r.platform === undefined || r.platform === platform);
+
+/**
+ * Who may decide an approval: the person whose message started the run, or anyone named in
+ * `APPROVERS` (`platform:userId`), for any conversation on that platform.
+ */
+export function mayDecide(approvers: readonly string[], platform: string, userId: string, requesterId: string): boolean {
+  return userId === requesterId || approvers.includes(`${platform}:${userId}`);
+}
