@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PipelineHarness } from '../helpers/pipeline.js';
@@ -31,6 +31,27 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     await h?.close();
     h = undefined;
   });
+
+  it.each([
+    ['--yes approves: the edit runs', ['--yes'], 'approved (--yes)', 'line\nEND'],
+    ['without --yes the call is denied', [], 'denied (run with --yes to approve)', 'END'],
+  ])('a call that needs approval in one-shot mode: %s', async (_name, flags, said, file) => {
+    h = await PipelineHarness.start('chat-approve', { env: { TOOLS_APPROVE: 'edit_file' } });
+    await h.addWorkers(1);
+    await seedWorkspace(h, 'ap', { 'log.txt': 'END' });
+    h.fake.setHandler((req) => {
+      const tool = (req.body.messages as ChatMessage[]).find((m) => m.role === 'tool');
+      return tool ? { content: `result: ${String(tool.content).split('\n')[0]}` } : { content: 'Appending.', toolCalls: [{ name: 'edit_file', arguments: JSON.stringify({ path: 'log.txt', old_text: 'END', new_text: 'line\nEND' }) }] };
+    });
+    const run = await chat(h, ['--no-worker', ...flags, '--session', 'ap', 'append a line']);
+
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain('Call edit_file with these arguments?');
+    expect(run.stderr).toContain(said);
+    const dir = join(h.workspaceRoot, workspaceFolderName(sessionKeyOf({ platform: 'terminal', conversation: 'ap' })));
+    expect(await readFile(join(dir, 'log.txt'), 'utf8')).toBe(file);
+    expect(run.stdout).toMatch(flags.length ? /^result: Edited log.txt/ : /^result: Error: not run: edit_file was denied by /);
+  }, 60_000);
 
   it('reads a file with one tool call, narrates before answering, and exits 0 (separately running worker)', async () => {
     h = await PipelineHarness.start('chat-read');
