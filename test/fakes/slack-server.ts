@@ -34,6 +34,10 @@ export interface FakeMessage {
   thread_ts?: string;
   text: string;
   edits: string[];
+  /** The message's Block Kit blocks as last posted or updated (parsed), if it has any. */
+  blocks?: Record<string, any>[];
+  /** The blocks of each chat.update, in order (undefined for an update without blocks). */
+  blockEdits: (Record<string, any>[] | undefined)[];
   deleted: boolean;
   /** The chat.postMessage parameters it was posted with. */
   params: Record<string, any>;
@@ -47,6 +51,15 @@ export type Failure =
   | { drop: true }
   /** Answer this call normally (to script a failure of a later call). */
   | { pass: true };
+
+/** A chat.postEphemeral: a message only `user` sees. */
+export interface FakeEphemeral {
+  channel: string;
+  user: string;
+  text: string;
+  thread_ts?: string;
+  message_ts: string;
+}
 
 export interface FakeFile {
   id: string;
@@ -63,6 +76,7 @@ export interface FakeSlack {
   origin: string;
   calls: Call[];
   messages: FakeMessage[];
+  ephemerals: FakeEphemeral[];
   /** Reactions by `channel:ts`, in the order they are currently present. */
   reactions: Map<string, string[]>;
   /** Every reactions.add/remove that succeeded, as `+name` / `-name` per `channel:ts`. */
@@ -86,6 +100,7 @@ export interface FakeSlack {
 export async function startFakeSlack(): Promise<FakeSlack> {
   const calls: Call[] = [];
   const messages: FakeMessage[] = [];
+  const ephemerals: FakeEphemeral[] = [];
   const reactions = new Map<string, string[]>();
   const reactionLog = new Map<string, string[]>();
   const failures = new Map<string, Failure[]>();
@@ -153,21 +168,48 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       case 'chat.postMessage': {
         if (!p.channel) return { ok: false, error: 'channel_not_found' };
         const text = String(p.text ?? '');
-        if (!text.trim() && !p.blocks) return { ok: false, error: 'no_text' };
+        const blocks = parseBlocks(p.blocks);
+        if (blocks === 'invalid') return { ok: false, error: 'invalid_blocks' };
+        if (!text.trim() && !blocks) return { ok: false, error: 'no_text' };
         if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
         const ts = nextTs();
-        const message: FakeMessage = { channel: String(p.channel), ts, text, edits: [], deleted: false, params: p, ...(p.thread_ts && { thread_ts: String(p.thread_ts) }) };
+        const message: FakeMessage = {
+          channel: String(p.channel),
+          ts,
+          text,
+          edits: [],
+          blockEdits: [],
+          deleted: false,
+          params: p,
+          ...(p.thread_ts && { thread_ts: String(p.thread_ts) }),
+          ...(blocks && { blocks }),
+        };
         messages.push(message);
-        return { ok: true, channel: message.channel, ts, message: { type: 'message', text, user: BOT_USER_ID, bot_id: BOT_ID, ts, ...(message.thread_ts && { thread_ts: message.thread_ts }) } };
+        return { ok: true, channel: message.channel, ts, message: messageView(message) };
       }
       case 'chat.update': {
         const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
         if (!message) return { ok: false, error: 'message_not_found' };
         const text = String(p.text ?? '');
+        const blocks = parseBlocks(p.blocks);
+        if (blocks === 'invalid') return { ok: false, error: 'invalid_blocks' };
         if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
         message.text = text;
         message.edits.push(text);
-        return { ok: true, channel: message.channel, ts: message.ts, text, message: { text, user: BOT_USER_ID, bot_id: BOT_ID } };
+        message.blockEdits.push(blocks);
+        // As Slack: an update without blocks keeps the message's blocks only when it has no text either.
+        if (blocks) message.blocks = blocks;
+        else if (text) delete message.blocks;
+        return { ok: true, channel: message.channel, ts: message.ts, text, message: { text, user: BOT_USER_ID, bot_id: BOT_ID, ...(message.blocks && { blocks: message.blocks }) } };
+      }
+      case 'chat.postEphemeral': {
+        if (!p.channel) return { ok: false, error: 'channel_not_found' };
+        if (!p.user) return { ok: false, error: 'user_not_in_channel' };
+        const text = String(p.text ?? '');
+        if (!text.trim() && !p.blocks) return { ok: false, error: 'no_text' };
+        const message_ts = nextTs();
+        ephemerals.push({ channel: String(p.channel), user: String(p.user), text, message_ts, ...(p.thread_ts && { thread_ts: String(p.thread_ts) }) });
+        return { ok: true, message_ts };
       }
       case 'chat.delete': {
         const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
@@ -228,6 +270,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     origin,
     calls,
     messages,
+    ephemerals,
     reactions,
     reactionLog,
     fileRequests,
@@ -266,6 +309,54 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
+}
+
+/** A message as Slack shows it in an API answer or an interaction payload. */
+export function messageView(m: FakeMessage): Record<string, unknown> {
+  return { type: 'message', text: m.text, user: BOT_USER_ID, bot_id: BOT_ID, ts: m.ts, ...(m.thread_ts && { thread_ts: m.thread_ts }), ...(m.blocks && { blocks: m.blocks }) };
+}
+
+/** Slack's limits on the blocks this project sends (https://docs.slack.dev/reference/block-kit/blocks). */
+const BLOCK_LIMITS = { blocks: 50, sectionText: 3_000, contextElements: 10, actionsElements: 25, buttonText: 75, actionId: 255, value: 2_000, blockId: 255 };
+
+/** `blocks` as sent (a JSON string in a form body, an array in a JSON one); 'invalid' where Slack answers invalid_blocks. */
+function parseBlocks(raw: unknown): Record<string, any>[] | undefined | 'invalid' {
+  if (raw === undefined || raw === '') return undefined;
+  let blocks: unknown;
+  try {
+    blocks = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  } catch {
+    return 'invalid';
+  }
+  if (!Array.isArray(blocks) || blocks.length > BLOCK_LIMITS.blocks) return 'invalid';
+  const textOk = (t: any, max: number, types = ['mrkdwn', 'plain_text']) => t && types.includes(t.type) && typeof t.text === 'string' && t.text.length > 0 && t.text.length <= max;
+  const ok = blocks.every((b: any) => {
+    if (b?.block_id !== undefined && (typeof b.block_id !== 'string' || b.block_id.length > BLOCK_LIMITS.blockId)) return false;
+    switch (b?.type) {
+      case 'section':
+        return textOk(b.text, BLOCK_LIMITS.sectionText);
+      case 'context':
+        return Array.isArray(b.elements) && b.elements.length > 0 && b.elements.length <= BLOCK_LIMITS.contextElements && b.elements.every((e: any) => textOk(e, BLOCK_LIMITS.sectionText));
+      case 'actions':
+        return (
+          Array.isArray(b.elements) &&
+          b.elements.length > 0 &&
+          b.elements.length <= BLOCK_LIMITS.actionsElements &&
+          b.elements.every(
+            (e: any) =>
+              e.type === 'button' &&
+              textOk(e.text, BLOCK_LIMITS.buttonText, ['plain_text']) &&
+              typeof e.action_id === 'string' &&
+              e.action_id.length <= BLOCK_LIMITS.actionId &&
+              (e.value === undefined || (typeof e.value === 'string' && e.value.length <= BLOCK_LIMITS.value)) &&
+              (e.style === undefined || e.style === 'primary' || e.style === 'danger'),
+          )
+        );
+      default:
+        return false;
+    }
+  });
+  return ok ? (blocks as Record<string, any>[]) : 'invalid';
 }
 
 function parseBody(raw: string, contentType: string): Record<string, any> {

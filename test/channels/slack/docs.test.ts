@@ -27,7 +27,9 @@ describe('the Slack setup guide', () => {
     expect(list('bot_events')).toEqual(['app_mention', 'message.im']);
     expect(list('bot')).toEqual(['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'im:history', 'reactions:write']);
     expect(manifest).toContain(`- command: ${ASK_COMMAND}\n`);
-    expect(manifest.match(new RegExp(`https://switchboard\\.example\\.com${EVENTS_PATH}\\n`, 'g'))).toHaveLength(2);
+    // The /ask command, event subscriptions and interactivity (approval buttons) all post to the one events path.
+    expect(manifest.match(new RegExp(`https://switchboard\\.example\\.com${EVENTS_PATH}\\n`, 'g'))).toHaveLength(3);
+    expect(manifest).toContain(`  interactivity:\n    is_enabled: true\n    request_url: https://switchboard.example.com${EVENTS_PATH}\n`);
     // Reactions need reactions:write; the names used exist in Slack's standard set.
     expect(Object.values(REACTIONS)).toEqual(['eyes', 'white_check_mark', 'warning']);
   });

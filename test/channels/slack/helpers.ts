@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { BOT_USER_ID, TEAM_ID, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
+import { BOT_USER_ID, messageView, TEAM_ID, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
 
 export const SIGNING_SECRET = 'test-signing-secret-8f3a';
 
@@ -61,6 +61,56 @@ export async function postCommand(baseUrl: string, fields: Record<string, string
     ...fields,
   }).toString();
   return fetch(`${baseUrl}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(body) }, body });
+}
+
+/** A Slack user as interaction payloads name them. */
+export interface SlackUser {
+  id: string;
+  username: string;
+}
+
+/** The buttons of a message as it was posted (what a user who clicks saw, even after the message was updated). */
+export function buttonsOf(message: FakeMessage): { text: string; action_id: string; value?: string; style?: string; block_id?: string }[] {
+  const blocks = JSON.parse(String(message.params.blocks ?? '[]')) as { type: string; block_id?: string; elements?: { type: string; text: { text: string }; action_id: string; value?: string; style?: string }[] }[];
+  return blocks.flatMap((b) => (b.type === 'actions' ? (b.elements ?? []).map((e) => ({ text: e.text.text, action_id: e.action_id, ...(e.value !== undefined && { value: e.value }), ...(e.style && { style: e.style }), ...(b.block_id && { block_id: b.block_id }) })) : []));
+}
+
+let actionSeq = 0;
+/**
+ * The `block_actions` interaction Slack sends when `user` clicks the button labelled `label` on
+ * `message` (or a button given as action_id + value, e.g. a forged one).
+ */
+export function blockActions(message: FakeMessage, user: SlackUser, label: string | { action_id: string; value: string }): Record<string, unknown> {
+  const button = typeof label === 'string' ? buttonsOf(message).find((b) => b.text === label) : label;
+  if (!button) throw new Error(`no button "${String(label)}" on message ${message.ts}`);
+  const now = Date.now() / 1000;
+  return {
+    type: 'block_actions',
+    user: { id: user.id, username: user.username, name: user.username, team_id: TEAM_ID },
+    api_app_id: 'A0FAKE',
+    token: 'legacy-verification-token',
+    container: { type: 'message', message_ts: message.ts, channel_id: message.channel, is_ephemeral: false, ...(message.thread_ts && { thread_ts: message.thread_ts }) },
+    trigger_id: `${Math.floor(now)}.${++actionSeq}.fake`,
+    team: { id: TEAM_ID, domain: 'fake' },
+    enterprise: null,
+    is_enterprise_install: false,
+    channel: { id: message.channel, name: 'general' },
+    message: messageView(message),
+    state: { values: {} },
+    response_url: 'http://127.0.0.1:9/actions/unused',
+    actions: [{ action_id: button.action_id, block_id: 'block_id' in button ? button.block_id : 'sb_approval', text: { type: 'plain_text', text: typeof label === 'string' ? label : 'Button', emoji: true }, ...('value' in button && { value: button.value }), type: 'button', action_ts: now.toFixed(6) }],
+  };
+}
+
+/** An interaction as Slack posts it over HTTP: form-encoded with the JSON in `payload`, signed like events. */
+export async function postInteraction(baseUrl: string, payload: unknown, timestamp?: number): Promise<Response> {
+  const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  return fetch(`${baseUrl}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(body, timestamp) }, body });
+}
+
+/** The approval cards the bot posted (messages posted with blocks), in posting order. */
+export function cards(slack: FakeSlack, channel?: string): FakeMessage[] {
+  return slack.messages.filter((m) => m.params.blocks !== undefined && (channel === undefined || m.channel === channel));
 }
 
 /** The bot's answers (not status messages, which are posted without link unfurls), in posting order. */
