@@ -180,7 +180,42 @@ export function pingsOf(content: string, allowed: AllowedMentions | undefined, r
   return out;
 }
 
-/** Discord's 400 for a bad form field. */
+/** Discord's 400 for a bad form field; a dotted path (`components.0.components.1.custom_id`) nests as Discord nests it. */
 export function formError(field: string, code: string, message: string) {
-  return { message: 'Invalid Form Body', code: 50035, errors: { [field]: { _errors: [{ code, message }] } } };
+  const errors = field.split('.').reduceRight<Record<string, unknown>>((inner, key) => ({ [key]: inner }), { _errors: [{ code, message }] });
+  return { message: 'Invalid Form Body', code: 50035, errors };
+}
+
+/**
+ * What Discord refuses in a message's `components` (legacy components, no IS_COMPONENTS_V2
+ * flag): at most 5 action rows (type 1) of 1 to 5 components; a button (type 2) has a style 1
+ * to 6, a label of at most 80 characters, and, unless it is a link (5) or premium (6) button, a
+ * `custom_id` of 1 to 100 characters unique within the message. Undefined when it is accepted.
+ */
+export function componentsError(components: unknown): ReturnType<typeof formError> | undefined {
+  if (!Array.isArray(components)) return formError('components', 'BASE_TYPE_ARRAY', 'Must be an array.');
+  if (components.length > 5) return formError('components', 'BASE_TYPE_MAX_LENGTH', 'Must be 5 or fewer in length.');
+  const seen = new Set<string>();
+  for (const [i, row] of components.entries()) {
+    const at = `components.${i}`;
+    if (row?.type !== 1) return formError(`${at}.type`, 'COMPONENT_LAYOUT_INVALID', 'Top-level components must be action rows (type 1).');
+    if (!Array.isArray(row.components) || row.components.length < 1 || row.components.length > 5) {
+      return formError(`${at}.components`, 'BASE_TYPE_BAD_LENGTH', 'Must be between 1 and 5 in length.');
+    }
+    for (const [j, c] of (row.components as any[]).entries()) {
+      const here = `${at}.components.${j}`;
+      if (c?.type !== 2) continue; // selects and others: not checked here
+      if (!Number.isInteger(c.style) || c.style < 1 || c.style > 6) return formError(`${here}.style`, 'BASE_TYPE_CHOICES', 'Value must be one of (1, 2, 3, 4, 5, 6).');
+      if (c.label !== undefined && (typeof c.label !== 'string' || c.label.length > 80)) return formError(`${here}.label`, 'BASE_TYPE_MAX_LENGTH', 'Must be 80 or fewer in length.');
+      if (c.style >= 5) {
+        if (c.custom_id !== undefined) return formError(`${here}.custom_id`, 'BUTTON_COMPONENT_CUSTOM_ID_NOT_ALLOWED', 'A link or premium button cannot have a custom id.');
+        continue;
+      }
+      if (typeof c.custom_id !== 'string' || c.custom_id.length < 1) return formError(`${here}.custom_id`, 'BASE_TYPE_REQUIRED', 'This field is required');
+      if (c.custom_id.length > 100) return formError(`${here}.custom_id`, 'BASE_TYPE_BAD_LENGTH', 'Must be between 1 and 100 in length.');
+      if (seen.has(c.custom_id)) return formError(`${here}.custom_id`, 'COMPONENT_CUSTOM_ID_DUPLICATED', 'Component custom id cannot be duplicated');
+      seen.add(c.custom_id);
+    }
+  }
+  return undefined;
 }

@@ -3,21 +3,24 @@ import { text as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  dmChannel, formError, guildCreate, member, pingsOf, role, snowflake, textChannel, threadChannel, user,
+  componentsError, dmChannel, formError, guildCreate, member, pingsOf, role, snowflake, textChannel, threadChannel, user,
   type AllowedMentions, type UserObject,
 } from './discord-payloads.js';
 
 /**
  * An in-process fake of Discord on 127.0.0.1 for driving the real discord.js client and our
  * REST adapter: REST under /api/v10 (gateway info, command registration, interaction callbacks,
- * interaction webhooks, channel messages, typing, attachments) and a JSON gateway WebSocket
- * (HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay, dispatches). Answers
- * use Discord's payload shapes and error bodies; every REST request is recorded.
+ * interaction webhooks, channel messages with message components, typing, attachments) and a
+ * JSON gateway WebSocket (HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay,
+ * dispatches: messages, slash commands, button presses). Answers use Discord's payload shapes
+ * and error bodies; every REST request is recorded.
  */
 
 export const BOT_TOKEN = 'fake-bot-token.not-secret';
 const LOADING = 1 << 7;
 const EPHEMERAL = 1 << 6;
+/** A component interaction must be answered within 3 s, or Discord forgets it (10062 Unknown interaction). */
+const COMPONENT_DEADLINE_MS = 3_000;
 const MESSAGE_CONTENT_INTENT = 1 << 15;
 const PRIVILEGED_INTENTS = (1 << 1) | (1 << 8) | MESSAGE_CONTENT_INTENT;
 
@@ -43,6 +46,10 @@ export interface FakeMessage {
   history: string[];
   pings: string[];
   nonce?: string;
+  /** Its message components (action rows of buttons) as last set; [] for none. */
+  components: any[];
+  /** Every button custom_id it has carried, so a test can press one a stale client still shows. */
+  shownCustomIds: string[];
   message_reference?: { message_id: string; channel_id?: string };
   /** How it was made: a channel message, an interaction's response, a follow-up, or a user's message sent through the gateway. */
   via: 'channel' | 'original' | 'followup' | 'user';
@@ -54,13 +61,22 @@ export interface FakeMessage {
 export interface FakeInteraction {
   id: string;
   token: string;
+  /** A slash command (type 2, APPLICATION_COMMAND) or a button press (type 3, MESSAGE_COMPONENT). */
+  kind: 'command' | 'component';
+  /** The command's name; for a press, its custom_id. */
   name: string;
   channelId: string;
   userId: string;
-  /** 5 = deferred, 4 = replied; undefined until the callback. */
+  /** A press: the message whose button it was, and the button's custom_id. */
+  messageId?: string;
+  customId?: string;
+  createdAt: number;
+  /** 5 = deferred, 4 = replied; for a press also 6 = deferred update, 7 = message updated. Undefined until the callback. */
   callbackType?: number;
   callbackFlags?: number;
   callbackContent?: string;
+  /** The callback's `data` as sent. */
+  callbackData?: any;
   callbackAt?: number;
   originalId?: string;
   followups: string[];
@@ -178,7 +194,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       embeds: [],
       pinned: false,
       flags: m.flags,
-      components: [],
+      components: m.components,
       ...(m.nonce !== undefined && { nonce: m.nonce }),
       ...(m.message_reference && { message_reference: { type: 0, message_id: m.message_reference.message_id, channel_id: m.channel_id, ...(ch?.guild && { guild_id: ids.guild }) } }),
       ...(m.via === 'original' || m.via === 'followup' ? { webhook_id: ids.app, application_id: ids.app } : {}),
@@ -189,7 +205,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
   function newMessage(channelId: string, body: any, via: FakeMessage['via'], flags = 0): FakeMessage | Reply {
     const content = typeof body?.content === 'string' ? body.content : '';
     if (content.length > 2000) return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
-    if (!content.trim() && !(flags & LOADING)) return err(400, 'Cannot send an empty message', 50006);
+    const components = body?.components ?? [];
+    const badComponents = componentsError(components);
+    if (badComponents) return { status: 400, body: badComponents };
+    if (!content.trim() && components.length === 0 && !(flags & LOADING)) return err(400, 'Cannot send an empty message', 50006);
     const allowed = body?.allowed_mentions as AllowedMentions | undefined;
     if (allowed?.parse?.includes('users') && allowed.users) {
       return { status: 400, body: formError('allowed_mentions', 'MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE', 'parse:["users"] and users: [ids...] are mutually exclusive.') };
@@ -212,6 +231,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       flags,
       history: [content],
       pings: pingsOf(content, allowed, repliedAuthor),
+      components: structuredClone(components),
+      shownCustomIds: customIdsOf(components),
       via,
       deleted: false,
       createdAt: Date.now(),
@@ -222,8 +243,17 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
   }
 
   function editMessage(m: FakeMessage, body: any): Reply | undefined {
+    if (body?.components !== undefined) {
+      const bad = componentsError(body.components);
+      if (bad) return { status: 400, body: bad };
+    }
+    if (typeof body?.content === 'string' && body.content.length > 2000) return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
+    // `components: []` removes them; absent leaves them as they are.
+    if (body?.components !== undefined) {
+      m.components = structuredClone(body.components);
+      for (const id of customIdsOf(body.components)) if (!m.shownCustomIds.includes(id)) m.shownCustomIds.push(id);
+    }
     if (typeof body?.content === 'string') {
-      if (body.content.length > 2000) return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
       m.content = body.content;
       m.history.push(body.content);
       m.pings = pingsOf(body.content, body.allowed_mentions, undefined);
@@ -275,17 +305,33 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       handle: (m, req) => {
         const ix = interactions.get(m[1]!);
         if (!ix || ix.token !== m[2] || ix.expired) return err(404, 'Unknown interaction', 10062);
+        if (ix.kind === 'component' && Date.now() - ix.createdAt > COMPONENT_DEADLINE_MS) return err(404, 'Unknown interaction', 10062);
         if (ix.callbackType !== undefined) return err(400, 'Interaction has already been acknowledged.', 40060);
         const type = req.body?.type;
         const flags = Number(req.body?.data?.flags ?? 0);
-        if (type !== 4 && type !== 5) return { status: 400, body: formError('type', 'BASE_TYPE_CHOICES', 'Value must be one of (4, 5).') };
+        // UPDATE_MESSAGE (7) and DEFERRED_UPDATE_MESSAGE (6) answer only a component interaction: they act on its message.
+        const allowed = ix.kind === 'component' ? [4, 5, 6, 7] : [4, 5];
+        if (!allowed.includes(type)) return { status: 400, body: formError('type', 'BASE_TYPE_CHOICES', `Value must be one of (${allowed.join(', ')}).`) };
+        if (type === 6 || type === 7) {
+          const target = ix.messageId ? live(ix.messageId) : undefined;
+          if (!target) return err(404, 'Unknown Message', 10008);
+          if (type === 7) {
+            const bad = editMessage(target, req.body?.data ?? {});
+            if (bad) return bad;
+          }
+          Object.assign(ix, { callbackType: type, callbackFlags: flags, callbackAt: Date.now(), callbackData: req.body?.data, ...(typeof req.body?.data?.content === 'string' && { callbackContent: req.body.data.content }) });
+          if (req.query.get('with_response') === 'true') {
+            return { status: 200, body: { interaction: { id: ix.id, type: 3, activity_instance_id: null, response_message_id: target.id, response_message_loading: false, response_message_ephemeral: false }, resource: { type, message: messageObject(target) } } };
+          }
+          return { status: 204 };
+        }
         const made = newMessage(ix.channelId, type === 4 ? req.body.data : {}, 'original', (type === 5 ? LOADING : 0) | (flags & EPHEMERAL));
         if (!('id' in made)) return made;
         made.interactionId = ix.id;
         messages.push(made);
-        Object.assign(ix, { callbackType: type, callbackFlags: flags, callbackAt: Date.now(), originalId: made.id, ...(type === 4 && { callbackContent: made.content }) });
+        Object.assign(ix, { callbackType: type, callbackFlags: flags, callbackAt: Date.now(), callbackData: req.body?.data, originalId: made.id, ...(type === 4 && { callbackContent: made.content }) });
         if (req.query.get('with_response') === 'true') {
-          return { status: 200, body: { interaction: { id: ix.id, type: 2, activity_instance_id: null, response_message_id: made.id, response_message_loading: type === 5, response_message_ephemeral: (flags & EPHEMERAL) !== 0 }, resource: { type, message: messageObject(made) } } };
+          return { status: 200, body: { interaction: { id: ix.id, type: ix.kind === 'component' ? 3 : 2, activity_instance_id: null, response_message_id: made.id, response_message_loading: type === 5, response_message_ephemeral: (flags & EPHEMERAL) !== 0 }, resource: { type, message: messageObject(made) } } };
         }
         return { status: 204 };
       },
@@ -516,6 +562,41 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
   // ---------------------------------------------------------------- what tests drive
   const commandIds: Record<string, string> = {};
 
+  /** A new interaction in a channel, by a user, and the fields every INTERACTION_CREATE carries. */
+  function newInteraction(kind: FakeInteraction['kind'], name: string, channelId: string, userId?: string) {
+    const u = users.get(userId ?? ids.alice);
+    if (!u) throw new Error(`fake-discord: no user ${userId}`);
+    const ch = channelOf(channelId);
+    if (!ch) throw new Error(`fake-discord: no channel ${channelId}`);
+    const id = snowflake();
+    // Real tokens are base64 of "interaction:<id>:<secret>".
+    const token = Buffer.from(`interaction:${id}:${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`).toString('base64url');
+    const ix: FakeInteraction = { id, token, kind, name, channelId, userId: u.id, createdAt: Date.now(), followups: [], expired: false };
+    interactions.set(id, ix);
+    const channel = ch.type === 1
+      ? dmChannel(channelId, u)
+      : ch.type === 11
+        ? { ...threadChannel(channelId, ids.guild, ids.general, ids.alice, 'a thread'), permissions: '2248473465835073' }
+        : { ...textChannel(channelId, channelId === ids.random ? 'random' : 'general'), guild_id: ids.guild, permissions: '2248473465835073' };
+    const envelope = {
+      id,
+      application_id: ids.app,
+      ...(ch.guild ? { guild_id: ids.guild, guild: { id: ids.guild, locale: 'en-US', features: [] }, member: { ...member(u, [], '2248473465835073') } } : { user: u }),
+      channel,
+      channel_id: channelId,
+      token,
+      version: 1,
+      app_permissions: '274877975552',
+      locale: 'en-US',
+      ...(ch.guild && { guild_locale: 'en-US' }),
+      entitlements: [],
+      authorizing_integration_owners: ch.guild ? { '0': ids.guild } : { '0': u.id },
+      context: ch.guild ? 0 : 1,
+      attachment_size_limit: 10_485_760,
+    };
+    return { ix, envelope };
+  }
+
   return {
     ids,
     token: BOT_TOKEN,
@@ -558,7 +639,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       if (target && !mentioned.some((u) => u.id === target.author.id)) mentioned.push(target.author);
       const m: FakeMessage = {
         id: snowflake(), channel_id: o.channel, author, content: o.content, flags: 0, history: [o.content], pings: [],
-        via: 'user', deleted: false, createdAt: Date.now(),
+        components: [], shownCustomIds: [], via: 'user', deleted: false, createdAt: Date.now(),
         ...(target && { message_reference: { message_id: target.id, channel_id: o.channel } }),
       };
       messages.push(m);
@@ -579,42 +660,44 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       return m;
     },
 
-    /** A slash command through the gateway (INTERACTION_CREATE). */
+    /** A slash command through the gateway (INTERACTION_CREATE, type 2 APPLICATION_COMMAND). */
     slash(o: { name: string; channel: string; user?: string; prompt?: string }): FakeInteraction {
-      const u = users.get(o.user ?? ids.alice)!;
-      const ch = channelOf(o.channel);
-      if (!ch) throw new Error(`fake-discord: no channel ${o.channel}`);
-      const id = snowflake();
-      // Real tokens are base64 of "interaction:<id>:<secret>".
-      const token = Buffer.from(`interaction:${id}:${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`).toString('base64url');
-      const ix: FakeInteraction = { id, token, name: o.name, channelId: o.channel, userId: u.id, followups: [], expired: false };
-      interactions.set(id, ix);
+      const { ix, envelope } = newInteraction('command', o.name, o.channel, o.user);
+      const ch = channelOf(o.channel)!;
       const registered = [...commands.global, ...(commands.guild.get(ids.guild) ?? [])].find((c: any) => c.name === o.name);
       commandIds[o.name] ??= registered?.id ?? snowflake();
-      const channel = ch.type === 1
-        ? dmChannel(o.channel, u)
-        : ch.type === 11
-          ? { ...threadChannel(o.channel, ids.guild, ids.general, ids.alice, 'a thread'), permissions: '2248473465835073' }
-          : { ...textChannel(o.channel, 'general'), guild_id: ids.guild, permissions: '2248473465835073' };
       dispatch('INTERACTION_CREATE', {
-        id,
-        application_id: ids.app,
+        ...envelope,
         type: 2,
         data: { id: commandIds[o.name], name: o.name, type: 1, ...(o.prompt !== undefined && { options: [{ name: 'prompt', type: 3, value: o.prompt }] }), ...(ch.guild && { guild_id: ids.guild }) },
-        ...(ch.guild ? { guild_id: ids.guild, guild: { id: ids.guild, locale: 'en-US', features: [] }, member: { ...member(u, [], '2248473465835073') } } : { user: u }),
-        channel,
-        channel_id: o.channel,
-        token,
-        version: 1,
-        app_permissions: '274877975552',
-        locale: 'en-US',
-        ...(ch.guild && { guild_locale: 'en-US' }),
-        entitlements: [],
-        authorizing_integration_owners: ch.guild ? { '0': ids.guild } : { '0': u.id },
-        context: ch.guild ? 0 : 1,
-        attachment_size_limit: 10_485_760,
       });
       return ix;
+    },
+
+    /**
+     * A press of a button on one of the bot's messages (INTERACTION_CREATE, type 3
+     * MESSAGE_COMPONENT, `data: { custom_id, component_type: 2 }`, with the message as Discord
+     * has it now). The button must be one the message shows, or showed (a client that has not yet
+     * seen an update can still press it). Answer within 3 s or the callback gets 10062.
+     */
+    press(o: { message: FakeMessage; customId: string; user?: string }): FakeInteraction {
+      const target = live(o.message.id);
+      if (!target || target.author.id !== ids.app) throw new Error(`fake-discord: no message of the bot ${o.message.id}`);
+      if (!target.shownCustomIds.includes(o.customId)) throw new Error(`fake-discord: message ${target.id} never had a button ${o.customId}`);
+      const { ix, envelope } = newInteraction('component', o.customId, target.channel_id, o.user);
+      Object.assign(ix, { messageId: target.id, customId: o.customId });
+      dispatch('INTERACTION_CREATE', {
+        ...envelope,
+        type: 3,
+        data: { custom_id: o.customId, component_type: 2 },
+        message: messageObject(target),
+      });
+      return ix;
+    },
+
+    /** Buttons (type 2) of a message, in order, from its action rows. */
+    buttons(message: FakeMessage): { label?: string; style: number; custom_id?: string; disabled?: boolean }[] {
+      return message.components.flatMap((row: any) => (row.components ?? []).filter((c: any) => c.type === 2));
     },
 
     /** From now on the interaction's token is refused: 401 Invalid Webhook Token, like one past its 15 minutes. */
@@ -644,6 +727,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The custom_ids of the buttons in a message's action rows. */
+function customIdsOf(components: any[]): string[] {
+  return components.flatMap((row: any) => (Array.isArray(row?.components) ? row.components : [])).flatMap((c: any) => (typeof c?.custom_id === 'string' ? [c.custom_id] : []));
 }
 
 function send(res: ServerResponse, reply: Reply): void {
