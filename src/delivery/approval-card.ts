@@ -1,4 +1,5 @@
 import type { ApprovalCard, ApprovalOutcome } from '../channels/types.js';
+import type { DecideResult } from '../queue/approvals.js';
 
 /** The part of a card that shows what would run: the command itself for run_command, else the arguments as sent. */
 export function cardSubject(card: Pick<ApprovalCard, 'tool' | 'args'>): { label: string; code: string } {
@@ -31,5 +32,21 @@ export function decisionLine(outcome: ApprovalOutcome): string {
       return `⌛ Expired at ${time(outcome.at)} UTC: nobody approved it (counts as deny)`;
     case 'cancelled':
       return `⏹ Cancelled at ${time(outcome.at)} UTC: the run was stopped`;
+  }
+}
+
+/** What someone whose click did not decide reads, privately (each platform shows it its own way). */
+export function refusalText(result: Exclude<DecideResult, { kind: 'decided' }>): string {
+  switch (result.kind) {
+    case 'not_allowed':
+      return 'Only the person who asked, or an approver, can decide this.';
+    case 'unknown':
+      return 'This request is no longer waiting for a decision.';
+    case 'already': {
+      const { status, by } = result.record;
+      if (status === 'expired') return 'Already decided: nobody decided in time, so it counted as a deny.';
+      if (status === 'cancelled') return 'Already decided: the run was stopped.';
+      return `Already decided: ${status}${by ? ` by ${by}` : ''}.`;
+    }
   }
 }

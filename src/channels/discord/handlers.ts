@@ -13,6 +13,7 @@ import { INTERACTION_TOKEN_MS, interactionKey, interactionOf } from './ids.js';
 import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
 import { buttonView, commandView, messageView } from './views.js';
+import { refusalText } from '../../delivery/approval-card.js';
 
 export interface HandlerDeps {
   intake: Intake;
@@ -104,7 +105,7 @@ export class DiscordHandlers {
       const outcome = { decision: record.status as 'approved' | 'denied', by: record.by ?? view.user.name, at: record.at ?? Date.now() };
       return void (await interaction.update({ content: decidedText(cardOf(record), outcome), components: [], allowedMentions: { parse: [] } }));
     }
-    await ephemeral(interaction, buttonAnswer(result));
+    await ephemeral(interaction, refusalText(result));
   }
 
   /** Defer first (the enqueue may be slow, the deadline is 3 s), then queue. The worker answers through the interaction. */
@@ -133,18 +134,3 @@ function cardOf(r: ApprovalRecord): ApprovalCard {
   return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
 }
 
-/** What a press that decided nothing tells the presser (only they see it). */
-export function buttonAnswer(result: Exclude<DecideResult, { kind: 'decided' }>): string {
-  switch (result.kind) {
-    case 'not_allowed':
-      return 'Only the person who asked, or an approver, can decide this.';
-    case 'unknown':
-      return 'This request is no longer waiting for a decision.';
-    case 'already': {
-      const { status, by } = result.record;
-      if (status === 'expired') return 'Already decided: nobody decided in time, so it counted as a deny.';
-      if (status === 'cancelled') return 'Already decided: the run was stopped.';
-      return `Already decided: ${status}${by ? ` by ${by}` : ''}.`;
-    }
-  }
-}

@@ -1,5 +1,6 @@
 import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
 import { parseApprovalAction } from './approval-data.js';
+import { refusalText } from '../../delivery/approval-card.js';
 
 /** The fields of a `block_actions` interaction (a button click on a message) this channel reads. */
 export interface SlackBlockActions {
@@ -48,18 +49,5 @@ export async function decideClick(approvals: Pick<ApprovalDesk, 'decide'>, body:
 
 /** What the person who clicked reads (only they see it); nothing when their click decided. */
 export function clickAnswer(result: DecideResult): string | undefined {
-  switch (result.kind) {
-    case 'decided':
-      return undefined;
-    case 'already': {
-      const { status, by } = result.record;
-      if (status === 'expired') return 'Already decided: nobody answered in time, so it counted as denied.';
-      if (status === 'cancelled') return 'Already decided: the run was stopped.';
-      return `Already decided: ${status}${by ? ` by ${by}` : ''}.`;
-    }
-    case 'not_allowed':
-      return 'Only the person who asked, or an approver, can decide this.';
-    case 'unknown':
-      return 'This request is no longer waiting for a decision.';
-  }
+  return result.kind === 'decided' ? undefined : refusalText(result);
 }

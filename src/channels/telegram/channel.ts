@@ -6,6 +6,7 @@ import { Bot } from 'grammy';
 import type { BotCommand, CallbackQuery, Message, Update } from 'grammy/types';
 import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
 import { parseApprovalData } from './approval-data.js';
+import { refusalText } from '../../delivery/approval-card.js';
 import type { Logger } from '../../log.js';
 import type { IntakeResult } from '../intake.js';
 import { COMMANDS, parseCommand } from '../commands.js';
@@ -236,14 +237,6 @@ export class TelegramChannel {
 
 /** What the person who pressed a button reads (only they see it). */
 function buttonAnswer(result: DecideResult): string {
-  switch (result.kind) {
-    case 'decided':
-      return result.record.status === 'approved' ? 'Approved: the run goes on.' : 'Denied: the call will not run.';
-    case 'already':
-      return `Already decided: ${result.record.status}${result.record.by ? ` by ${result.record.by}` : ''}.`;
-    case 'not_allowed':
-      return 'Only the person who asked, or an approver, can decide this.';
-    case 'unknown':
-      return 'This request is no longer waiting for a decision.';
-  }
+  if (result.kind !== 'decided') return refusalText(result);
+  return result.record.status === 'approved' ? 'Approved: the run goes on.' : 'Denied: the call will not run.';
 }

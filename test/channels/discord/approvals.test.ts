@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../src/agent/types.js';
 import { cardButtons, cardText, decidedText } from '../../../src/channels/discord/approval-card.js';
 import { approvalCustomId, parseApprovalCustomId } from '../../../src/channels/discord/approval-data.js';
-import { buttonAnswer } from '../../../src/channels/discord/handlers.js';
+import { refusalText as buttonAnswer } from '../../../src/delivery/approval-card.js';
 import { DiscordOutbound } from '../../../src/channels/discord/outbound.js';
 import type { ApprovalRecord } from '../../../src/queue/approvals.js';
 import { DiscordApiError } from '../../../src/channels/discord/errors.js';
