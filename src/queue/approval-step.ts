@@ -1,13 +1,11 @@
 import { DelayedError } from 'bullmq';
 import type { ApprovalRequest } from '../agent/types.js';
-import type { ApprovalCard, InboundMessage, OutboundAdapter } from '../channels/types.js';
-import type { ApprovalRecord } from './approvals.js';
+import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
+import { cardOf } from './approvals.js';
 import type { JournalEntry, TurnJournal } from './journal.js';
 import type { RunContext } from './run-context.js';
 
 type Open = Extract<JournalEntry, { t: 'approval_open' }>;
-
-const cardOf = (r: ApprovalRecord): ApprovalCard => ({ id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt });
 
 /**
  * A tool call needs a person's decision: the approval is opened and written to the journal, its

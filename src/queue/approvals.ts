@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ApprovalDecision } from '../agent/types.js';
+import type { ApprovalCard } from '../channels/types.js';
 import { mayDecide } from '../tools/policy.js';
 import type { SessionKeys } from './keys.js';
 import type { RunQueue } from './run-queue.js';
@@ -22,6 +23,11 @@ export interface ApprovalRecord {
   /** Who decided (a display name or id), and when. */
   by?: string;
   at?: number;
+}
+
+/** The card of an approval, as every platform shows it (the worker when posting and editing it, a gateway answering a click). */
+export function cardOf(r: ApprovalRecord): ApprovalCard {
+  return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
 }
 
 export type DecideResult =

@@ -1,8 +1,7 @@
 import { MessageFlags, type ButtonInteraction, type ChatInputCommandInteraction, type Message } from 'discord.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import type { ApprovalDesk, ApprovalRecord, DecideResult } from '../../queue/approvals.js';
-import type { ApprovalCard } from '../types.js';
+import { cardOf, type ApprovalDesk, type DecideResult } from '../../queue/approvals.js';
 import { decidedText } from './approval-card.js';
 import { parseApprovalCustomId } from './approval-data.js';
 import { unknownCommandText } from '../commands.js';
@@ -128,9 +127,3 @@ export class DiscordHandlers {
 function ephemeral(interaction: ChatInputCommandInteraction | ButtonInteraction, content: string): Promise<unknown> {
   return interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
 }
-
-/** The card as the worker shows it (queue/approval-step.ts builds it from the record the same way). */
-function cardOf(r: ApprovalRecord): ApprovalCard {
-  return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
-}
-
