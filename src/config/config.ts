@@ -53,6 +53,8 @@ export interface Config {
   tools: { deny: string[]; approve: string[] };
   /** Who may approve for anyone (`platform:userId`), and how long a call waits for a decision. */
   approvals: { approvers: string[]; timeoutMs: number };
+  /** The MCP servers file (`mcpServers` format), if any. */
+  mcpConfigPath: string | undefined;
   channels: {
     telegram?: {
       token: string;
@@ -107,6 +109,7 @@ export function deriveConfig(env: Env): Config {
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     tools: { deny: env.TOOLS_DENY, approve: env.TOOLS_APPROVE },
     approvals: { approvers: env.APPROVERS, timeoutMs: env.APPROVAL_TIMEOUT_MS },
+    mcpConfigPath: env.MCP_CONFIG === undefined ? undefined : resolve(env.MCP_CONFIG),
     channels: {
       ...(env.TELEGRAM_BOT_TOKEN && {
         telegram: {

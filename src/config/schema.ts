@@ -80,6 +80,7 @@ export const envSchema = z
     TOOLS_APPROVE: list(TOOL_ENTRY, 'tool names or platform:tool entries, e.g. run_command,slack:edit_file'),
     APPROVERS: list(APPROVER_ENTRY, 'platform:userId entries, e.g. slack:U0123ABC,telegram:42'),
     APPROVAL_TIMEOUT_MS: int(1_000, 86_400_000, 600_000),
+    MCP_CONFIG: optionalText('the path of a JSON file in the mcpServers format'),
 
     ATTACHMENT_MAX_BYTES: int(0, 2_000_000_000, 20_000_000),
 

@@ -9,6 +9,8 @@ export interface HealthSources {
   channels: () => readonly InboundChannel[];
   /** True once the gateway is shutting down: not ready, whatever else is fine. */
   draining: () => boolean;
+  /** MCP servers some worker reports as not connected (one line each). */
+  toolServerProblems?: () => Promise<string[]>;
 }
 
 /** A readiness probe answers within its own deadline even when Redis hangs. */
@@ -64,8 +66,8 @@ export function mountDrainSwitch(app: Express): DrainSwitch {
 
 /**
  * /healthz: the process is alive. /readyz: the gateway is not draining, Redis answers, every
- * enabled channel is connected (with when it last received an event) and at least one worker is
- * connected to the queue; 503 with the reasons otherwise.
+ * enabled channel is connected (with when it last received an event), at least one worker is
+ * connected to the queue and no worker reports an MCP server down; 503 with the reasons otherwise.
  */
 export function mountHealth(app: Express, sources: HealthSources): void {
   app.get('/healthz', (_req, res) => {
@@ -80,6 +82,7 @@ export function mountHealth(app: Express, sources: HealthSources): void {
       await withTimeout(sources.redis.ping(), READY_TIMEOUT_MS, 'Redis did not answer PING');
       workers = await withTimeout(sources.queue.getWorkersCount(), READY_TIMEOUT_MS, 'Redis did not list the workers');
       if (workers === 0) problems.push('no worker is connected to the queue');
+      if (sources.toolServerProblems) problems.push(...(await withTimeout(sources.toolServerProblems(), READY_TIMEOUT_MS, 'Redis did not list the MCP servers')));
     } catch (err) {
       redis = err instanceof Error ? err.message : String(err);
       problems.push(`redis: ${redis}`);

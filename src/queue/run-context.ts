@@ -13,6 +13,8 @@ import type { SessionStore } from './session-store.js';
 import type { ApprovalDesk } from './approvals.js';
 import type { ToolPolicy } from '../tools/policy.js';
 import type { ExecOptions } from '../tools/sandbox.js';
+import type { Tool } from '../tools/types.js';
+import type { Workspace } from '../tools/workspace.js';
 
 export interface RunDeps {
   redis: ScriptedRedis;
@@ -34,6 +36,8 @@ export interface RunDeps {
   approvalTimeoutMs: number;
   /** run_command is offered (TOOLS_EXEC on or approve) with these options. */
   exec?: ExecOptions;
+  /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now. */
+  extraTools?: (workspace: Workspace, platform: string) => Tool[];
   outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;

@@ -66,10 +66,11 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     progress.start();
     const messages = turn.taken.map((c) => c.message);
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
+    const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
     const outcome = await runAgent({
       model: deps.model,
-      tools: buildTools(workspace, deps.exec ? { exec: deps.exec } : {}).filter((t) => deps.policy.offered(to.platform, t.name)),
-      needsApproval: (tool) => deps.policy.needsApproval(to.platform, tool),
+      tools,
+      needsApproval: (name) => deps.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       system: deps.system,
       history,
       input: messages.map((m) => toUserMessage(m, saved)),

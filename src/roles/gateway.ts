@@ -14,6 +14,7 @@ import { Metrics } from '../metrics/metrics.js';
 import { mountAdmin } from '../http/admin.js';
 import { RunStore } from '../queue/run-record.js';
 import { ApprovalDesk } from '../queue/approvals.js';
+import { toolServerProblems } from '../queue/tool-servers.js';
 
 export interface GatewayRole extends Role {
   server: Server;
@@ -49,7 +50,7 @@ export async function startGatewayRole(
   const app = createHttpApp();
   const drainSwitch = mountDrainSwitch(app);
   const channels: InboundChannel[] = [];
-  mountHealth(app, { redis, queue, channels: () => channels, draining: () => drainSwitch.draining });
+  mountHealth(app, { redis, queue, channels: () => channels, draining: () => drainSwitch.draining, toolServerProblems: () => toolServerProblems(redis, config.queue.prefix) });
   mountAdmin(app, {
     token: config.adminToken,
     readonly: config.admin.readonly,

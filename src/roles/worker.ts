@@ -17,6 +17,11 @@ import { ApprovalDesk } from '../queue/approvals.js';
 import { ToolPolicy } from '../tools/policy.js';
 import { checkExecRuntime, type ExecOptions } from '../tools/index.js';
 import { ConfigError } from '../config/errors.js';
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import { loadMcpConfig, McpRegistry } from '../tools/mcp/index.js';
+import type { Workspace } from '../tools/workspace.js';
+import { forgetToolServers, reportToolServers, REPORT_EVERY_MS } from '../queue/tool-servers.js';
 import { Metrics } from '../metrics/metrics.js';
 import { countedOutbound } from '../metrics/counted-outbound.js';
 
@@ -44,6 +49,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   const exec = await execOptions(config, log);
   const redis = withSessionScripts(connectRedis(redisUrl, 'switchboard-worker-state', log));
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
+  const toolServers = await startToolServers(config, redis, log);
   const queue = createRunQueue(config.queue, redis, log);
   const outbounds = new Map<string, OutboundAdapter>([['terminal', countedOutbound(new TerminalOutbound(redis, config.queue.prefix), metrics)]]);
   for (const entry of CHANNELS) {
@@ -66,6 +72,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     runTimeoutMs: config.agent.runTimeoutMs,
     policy: new ToolPolicy({ deny: config.tools.deny, approve: [...config.tools.approve, ...(config.exec.mode === 'approve' ? ['run_command'] : [])] }),
     ...(exec && { exec }),
+    ...(toolServers && { extraTools: (workspace: Workspace, platform: string) => toolServers.registry.toolsFor(workspace, platform) }),
     approvals: new ApprovalDesk(redis, keys, queue, config.approvals.approvers),
     approvalTimeoutMs: config.approvals.timeoutMs,
     historyTokens: config.agent.historyTokens,
@@ -81,6 +88,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   return {
     async close(force = false) {
       await runWorker.close(force);
+      await toolServers?.close();
       await queue.close();
       redis.disconnect();
     },
@@ -99,4 +107,28 @@ async function execOptions(config: Config, log: Logger): Promise<ExecOptions | u
   if (check.warning) log.warn({ sandbox: options.sandbox }, check.warning);
   log.info({ mode: config.exec.mode, sandbox: options.sandbox, network: options.network }, 'run_command enabled');
   return options;
+}
+
+/**
+ * The MCP servers of MCP_CONFIG, connected for this worker (stdio servers are its child
+ * processes). A wrong file stops the worker with one line; a server that is down does not: its
+ * tools are left out until it reconnects, and the worker reports it for the gateways' /readyz.
+ */
+async function startToolServers(config: Config, redis: Redis, log: Logger): Promise<{ registry: McpRegistry; close(): Promise<void> } | undefined> {
+  if (config.mcpConfigPath === undefined) return undefined;
+  const registry = await McpRegistry.start(loadMcpConfig(config.mcpConfigPath, process.env), { log: log.child({ component: 'mcp' }), toolTimeoutMs: config.agent.toolTimeoutMs });
+  const workerId = `${hostname()}:${process.pid}`;
+  const report = () => reportToolServers(redis, config.queue.prefix, workerId, registry.status()).catch((err: unknown) => log.warn({ err }, 'could not report the MCP servers'));
+  await report();
+  const timer = setInterval(() => void report(), REPORT_EVERY_MS);
+  timer.unref();
+  log.info({ servers: registry.status() }, 'MCP servers started');
+  return {
+    registry,
+    async close() {
+      clearInterval(timer);
+      await forgetToolServers(redis, config.queue.prefix, workerId).catch(() => undefined);
+      await registry.close();
+    },
+  };
 }

@@ -21,6 +21,7 @@ export function buildTools(ws: Workspace, options: { exec?: ExecOptions } = {}):
 }
 
 export { createEditFileTool, createListFilesTool, createReadFileTool, createRunCommandTool, createSearchFilesTool, createWriteFileTool };
+export { loadMcpConfig, McpRegistry, type McpConfig, type McpServerStatus, type McpStartOptions } from './mcp/index.js';
 export { checkExecRuntime, type ExecRuntimeCheck } from './exec.js';
 export { runToolCall, MAX_RESULT_CHARS } from './run.js';
 export type { ExecOptions } from './sandbox.js';

@@ -2,11 +2,14 @@ import type OpenAI from 'openai';
 import { z } from 'zod';
 import type { Tool } from './types.js';
 
-/** The tools as the model sees them. Parameters describe the *input* (defaults make fields optional). */
+/**
+ * The tools as the model sees them. Parameters describe the *input* (defaults make fields optional);
+ * a tool that brings its own JSON schema (an MCP tool) is shown that one as is.
+ */
 export function toModelTools(tools: readonly Tool[]): OpenAI.Chat.Completions.ChatCompletionTool[] {
   return tools.map((tool) => ({
     type: 'function',
-    function: { name: tool.name, description: tool.description, parameters: parametersOf(tool.schema) },
+    function: { name: tool.name, description: tool.description, parameters: tool.inputSchema ?? parametersOf(tool.schema) },
   }));
 }
 

@@ -13,6 +13,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
   readonly schema: S;
+  /** The model's JSON schema as given (an MCP server's inputSchema); then `schema` only validates. */
+  readonly inputSchema?: Record<string, unknown>;
   /**
    * The tool only reads (list, read, search): a run that resumes a turn may simply run it again
    * when its earlier start has no recorded result. Any other tool is side-effecting.
@@ -20,6 +22,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly readOnly?: boolean;
   /** Its own outer deadline instead of TOOL_TIMEOUT_MS (a command has its own timeout_s, up to EXEC_MAX_TIMEOUT_S). */
   readonly timeoutMs?: number;
+  /** Every call waits for a person's approval, whatever the tool policy says (an MCP server's `approve`). */
+  readonly needsApproval?: true;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<string>;
 }
 

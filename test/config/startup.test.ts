@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort as closedPort } from '../helpers/ports.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnNode, type Spawned } from '../helpers/processes.js';
@@ -44,6 +47,19 @@ describe('start-up of the real entry point', () => {
     } finally {
       await dropPrefix(redis, prefix);
       redis.disconnect();
+    }
+  });
+
+  it('a worker with a wrong MCP_CONFIG file refuses to start with one line naming the server and the field', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sb-mcp-config-'));
+    try {
+      const file = join(dir, 'mcp.json');
+      await writeFile(file, JSON.stringify({ mcpServers: { fs: { command: 'npx', args: 'not-a-list' } } }));
+      const r = await run(['worker'], { REDIS_URL, QUEUE_PREFIX: uniquePrefix('startup-mcp'), OPENAI_API_KEY: 'x', MCP_CONFIG: file });
+      expect(r.code).toBe(1);
+      expect(r.lines).toEqual([expect.stringMatching(/^MCP_CONFIG .*mcp\.json: server "fs": args /)]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -1,0 +1,28 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '../helpers/stack.js';
+import { writeMcpConfig } from '../fakes/mcp-harness.js';
+
+describe('/readyz and an MCP server that does not start', () => {
+  let stack: Stack;
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sb-mcp-ready-'));
+    const config = await writeMcpConfig(dir, { tracker: { command: join(dir, 'no-such-server') } });
+    stack = await startStack('mcp-ready', { MCP_CONFIG: config });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the worker still starts; readiness names the server and the worker that cannot reach it', async () => {
+    const res = await fetch(`${stack.baseUrl}/readyz`);
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as { problems: string[]; workers: number };
+    expect(body.workers).toBe(1);
+    expect(body.problems).toEqual([expect.stringMatching(/^mcp server tracker: not connected on 1 worker\(s\)/)]);
+  });
+});
