@@ -12,6 +12,7 @@ import { requestBytes, requestTokens } from './prompt-tokens.js';
 import { dmAndWait, rss, seedTwoHop, startRole, startTelegramRig, TWO_HOP_QUESTION } from './rig.js';
 import { percentile, ratio } from './stats.js';
 import { measureCluster } from './cluster.js';
+import { mcpPromptCost } from './mcp-tokens.js';
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUICK = process.argv.includes('--quick');
@@ -133,6 +134,7 @@ async function main() {
   log(`bench on ${machine.cpus} cores, ${machine.memoryGiB} GiB, Node ${machine.node}${QUICK ? ' (quick)' : ''}`);
   log('1-2, 6. Telegram two-hop turns, start-up, prompt cost…');
   const tg = await telegramTurns();
+  const mcpPrompt = await mcpPromptCost();
   log('3. memory…');
   const mem = await memory();
   const model = await startFakeOpenAI();
@@ -145,7 +147,7 @@ async function main() {
   const cluster = await measureCluster(model.baseURL, QUICK ? 200 : 1_000).catch((err: unknown) => ({ error: String(err) }));
   await model.close();
 
-  const results = { date: new Date().toISOString(), machine, quick: QUICK, ...tg, memory: mem, overhead: over, scaleOut: scale, cluster };
+  const results = { date: new Date().toISOString(), machine, quick: QUICK, ...tg, mcpPrompt, memory: mem, overhead: over, scaleOut: scale, cluster };
   await writeFile(fileURLToPath(new URL('./results.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
   printTable(results);
 }
@@ -159,6 +161,7 @@ function printTable(r: Record<string, any>) {
     [`peak RSS after ${r.memory.afterSessions} sessions`, `${r.memory.peakMiB.gateway} / ${r.memory.peakMiB.worker} MiB`, ''],
     ['first model request', `${r.prompt.firstRequest.total} tokens (system ${r.prompt.firstRequest.system}, tools ${r.prompt.firstRequest.tools})`, '≤ 1,500 tokens'],
     ['all three requests', `${r.prompt.allRequests} tokens, ${r.prompt.bytesSent} bytes`, ''],
+    [`tool schemas: built-in / + 2 MCP servers (${r.mcpPrompt.mcpTools} tools)`, `${r.mcpPrompt.builtIn} / ${r.mcpPrompt.withMcp} tokens (first request ≈ ${r.prompt.firstRequest.total - r.prompt.firstRequest.tools + r.mcpPrompt.withMcp})`, ''],
   ];
   for (const o of r.overhead) {
     rows.push([`pipeline vs floor at ${o.concurrency} sessions: p50`, `${o.pipeline.p50} vs ${o.floor.p50} ms (×${o.p50Ratio}); p99 ${o.pipeline.p99} vs ${o.floor.p99}`, '≤ ×2']);

@@ -1,12 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { SessionKeys } from './keys.js';
 import type { ApprovalDesk } from './approvals.js';
+import { toolServerProblems } from './tool-servers.js';
 
 export interface SessionStatus {
   running: boolean;
   queued: number;
   /** The tool call a parked run waits to have approved. */
   waitingFor?: { tool: string; expiresAt: number };
+  /** MCP servers some worker cannot reach (their tools are left out meanwhile). */
+  toolServersDown?: string[];
   last?: { runId: string; state: string; reason?: string; at: number; steps?: number; toolCalls?: number };
 }
 
@@ -39,14 +42,16 @@ export class SessionControl {
   }
 
   async status(session: string): Promise<SessionStatus> {
-    const [running, queued, last, waiting] = await Promise.all([
+    const [running, queued, last, waiting, down] = await Promise.all([
       this.running(session),
       this.redis.llen(this.keys.inbox(session)),
       this.redis.get(this.keys.last(session)),
       this.approvals?.pendingOf(session),
+      toolServerProblems(this.redis, this.keys.prefix),
     ]);
     const status: SessionStatus = { running: running || !!waiting, queued };
     if (waiting) status.waitingFor = { tool: waiting.tool, expiresAt: waiting.expiresAt };
+    if (down.length > 0) status.toolServersDown = down;
     if (last) status.last = JSON.parse(last) as NonNullable<SessionStatus['last']>;
     return status;
   }
@@ -60,5 +65,6 @@ export function formatStatus(s: SessionStatus, now = Date.now()): string {
     const ago = Math.max(0, Math.round((now - s.last.at) / 1000));
     parts.push(`Last run: ${s.last.state}${s.last.reason ? ` (${s.last.reason})` : ''}, ${ago} s ago.`);
   }
+  if (s.toolServersDown) parts.push(`Tools unavailable: ${s.toolServersDown.join('; ')}.`);
   return parts.join(' ');
 }

@@ -25,4 +25,9 @@ describe('/readyz and an MCP server that does not start', () => {
     expect(body.workers).toBe(1);
     expect(body.problems).toEqual([expect.stringMatching(/^mcp server tracker: not connected on 1 worker\(s\)/)]);
   });
+
+  it('/status names it too', async () => {
+    const { reply } = await stack.gateway.intake.command('status', 'terminal:someone');
+    expect(reply).toMatch(/Tools unavailable: mcp server tracker: not connected on 1 worker\(s\)/);
+  });
 });
