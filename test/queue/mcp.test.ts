@@ -63,6 +63,20 @@ describe('MCP tools through the pipeline (worker processes, real Redis, a stdio 
     expect(offered).not.toContain('fake__pid');
   }, 60_000);
 
+  it('an approval-listed MCP tool that is denied does not run; the model reads who denied it', async () => {
+    const { h, lines, posts } = await setup('mcp-deny', { approve: true });
+    await h.addWorkers(1);
+    const m = await h.send('m', 'append a line');
+    const card = await waitFor('the approval card', async () => {
+      const e = (await h.events('m')).find((x) => x.type === 'approval');
+      return e?.type === 'approval' ? e.card : undefined;
+    });
+    await new ApprovalDesk(h.redis, h.keys, h.queue).decide(card.id, 'denied', { platform: 'terminal', userId: 'tester', name: 'tester' });
+    await h.waitEnded(['m'], [m.id], 30_000);
+    expect(await lines()).toEqual([]);
+    expect(await posts()).toEqual(['result: Error: not run: fake__append_line was denied by tester. Do not retry it; answer without it or ask the user.']);
+  }, 60_000);
+
   it('a worker killed between the side-effecting call and its result: the line is written once and the model is told the call was interrupted', async () => {
     const { h, lines, posts } = await setup('mcp-kill', {}, { FAKE_MCP_APPEND_DELAY_MS: '5000' });
     const [first] = await h.addWorkers(1);
