@@ -230,6 +230,39 @@ describe('ProgressReporter', () => {
     await r.stop();
   });
 
+  it('a resumed run edits the status message its turn already has, and records a new one once it is posted', async () => {
+    const out = new FakeOutbound(EDIT);
+    const resumed = new ProgressReporter(out, TO, log.log, () => Date.now(), { id: 'msg-earlier' });
+    resumed.onEvent(narration('Still on it.'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(out.calls).toEqual([{ op: 'edit', at: T0, id: 'msg-earlier', text: 'Still on it.', ok: true }]);
+    await resumed.stop();
+
+    const recorded: string[] = [];
+    const fresh = new ProgressReporter(out, TO, log.log, () => Date.now(), { record: async (id) => void recorded.push(id) });
+    fresh.onEvent(narration('Starting.'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(recorded).toEqual(['msg-1']);
+    await fresh.stop();
+  });
+
+  it('a status message the run may not record (it lost its turn) is taken down, and nothing more is shown', async () => {
+    const removed: string[] = [];
+    const out = Object.assign(new FakeOutbound(EDIT), { remove: async (_to: InboundMessage, id: string) => void removed.push(id) });
+    const r = new ProgressReporter(out, TO, log.log, () => Date.now(), {
+      record: async () => {
+        throw new Error('journal write refused: another run took the session over');
+      },
+    });
+    r.onEvent(narration('Let me look.'));
+    await vi.advanceTimersByTimeAsync(0);
+    r.onEvent(narration('And more.'));
+    await vi.advanceTimersByTimeAsync(10 * EDIT);
+    expect(removed).toEqual(['msg-1']);
+    expect(out.calls.map((c) => c.op)).toEqual(['post']);
+    await r.stop();
+  });
+
   it('events without a line post nothing', async () => {
     const out = new FakeOutbound(EDIT);
     const r = reporter(out);
