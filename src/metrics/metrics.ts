@@ -21,6 +21,7 @@ export class Metrics {
   readonly toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers: [this.registry] });
   readonly deliveries = new Counter({ name: 'switchboard_deliveries_total', help: 'Messages posted or edited on a platform, by kind', labelNames: ['platform', 'kind'], registers: [this.registry] });
   readonly undeliverable = new Counter({ name: 'switchboard_undeliverable_replies_total', help: 'Replies the platform refused for good (chat gone, bot blocked or removed), settled without delivery', labelNames: ['platform'], registers: [this.registry] });
+  readonly unreadable = new Counter({ name: 'switchboard_unreadable_messages_total', help: 'Inbox entries no run could read, moved aside so their conversation goes on', registers: [this.registry] });
   readonly resumes = new Counter({ name: 'switchboard_resumed_turns_total', help: 'Turns a run took over from an earlier run of it (worker died, froze or stopped), resumed from the journal', registers: [this.registry] });
   readonly approvals = new Counter({ name: 'switchboard_approvals_total', help: 'Tool calls that waited for approval, by outcome (approved, denied, expired, cancelled)', labelNames: ['outcome'], registers: [this.registry] });
   readonly deliveryErrors = new Counter({ name: 'switchboard_delivery_errors_total', help: 'Platform calls that failed, by operation', labelNames: ['platform', 'operation'], registers: [this.registry] });

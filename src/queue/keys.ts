@@ -54,6 +54,10 @@ export class SessionKeys {
   approval(id: string): string {
     return `${this.prefix}:approval:${id}`;
   }
+  /** Inbox entries no run could read (moved aside so their session goes on), for an operator to look at. */
+  get unreadable(): string {
+    return `${this.prefix}:unreadable`;
+  }
   /** Sessions with a non-empty inbox: what the reconciler walks. */
   get pending(): string {
     return `${this.prefix}:pending`;

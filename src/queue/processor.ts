@@ -47,6 +47,10 @@ export function createProcessor(deps: RunDeps): Processor {
     const skipped = (reason: 'session_busy' | 'inbox_empty'): RunResult => ({ ...emptyResult(ctx), state: 'skipped', reason });
 
     const claim = await ctx.store.claim(deps.foldMax);
+    if (claim.kind !== 'busy' && claim.unreadable > 0) {
+      ctx.log.error({ entries: claim.unreadable, list: deps.keys.unreadable }, 'inbox entries no run can read were moved aside; the session goes on');
+      deps.metrics?.unreadable.inc(claim.unreadable);
+    }
     if (claim.kind === 'busy') {
       await job.log(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
       ctx.log.info({ holder: claim.holder }, 'session busy, job skipped');

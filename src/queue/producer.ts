@@ -35,7 +35,8 @@ export class Producer {
       k.seen(message.platform, message.eventId),
       k.inbox(session),
       k.pending,
-      JSON.stringify(message),
+      // A lone UTF-16 surrogate (valid in JSON.stringify's output, refused by Redis' cjson) becomes U+FFFD here.
+      JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? value.toWellFormed() : value)),
       SEEN_TTL_SECONDS,
       session,
     );

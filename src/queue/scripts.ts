@@ -20,29 +20,40 @@ redis.call('SADD', KEYS[3], ARGV[3])
 return redis.call('LLEN', KEYS[2])
 `;
 
-// KEYS: lock, owner, inbox, claims, outbox, journal   ARGV: token, jobId, jobKeyBase, foldMax
-// → {1, outbox, #journal, journal entries..., (count, message)...} claimed · {0} nothing to do
-//   (released) · {-1} lock lost · {-2, holder} another live run owns the session.
-// The crash counter counts runs that started at the same point: same head message, same journal
-// length. A run that made progress (journaled a step) resets it.
+// KEYS: lock, owner, inbox, claims, outbox, journal, unreadable   ARGV: token, jobId, jobKeyBase, foldMax
+// → {1, outbox, moved aside, #journal, journal entries..., (count, message)...} claimed · {0}
+//   nothing to do (released) · {-1} lock lost · {-2, holder} another live run owns the session.
+// An inbox entry this script cannot decode (e.g. JSON with a lone UTF-16 surrogate) would fail
+// every claim of its session forever: at the head it is moved to the unreadable list, and a fold
+// stops before it. The crash counter counts runs that started at the same point: same head
+// message, same journal length. A run that made progress (journaled a step) resets it.
 const CLAIM = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-1} end
 local owner = redis.call('GET', KEYS[2])
 if owner and owner ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. owner .. ':lock') == 1 then
   return {-2, owner}
 end
+local moved = 0
+while true do
+  local first = redis.call('LINDEX', KEYS[3], 0)
+  if not first or pcall(cjson.decode, first) then break end
+  redis.call('RPUSH', KEYS[7], redis.call('LPOP', KEYS[3]))
+  moved = moved + 1
+end
 local outbox = redis.call('GET', KEYS[5]) or ''
 local msgs = redis.call('LRANGE', KEYS[3], 0, tonumber(ARGV[4]) - 1)
 if #msgs == 0 and outbox == '' then
   redis.call('DEL', KEYS[2])
-  return {0}
+  return {0, moved}
 end
 redis.call('SET', KEYS[2], ARGV[2])
 local journal = redis.call('LRANGE', KEYS[6], 0, -1)
-local result = {1, outbox, #journal}
+local result = {1, outbox, moved, #journal}
 for _, entry in ipairs(journal) do result[#result + 1] = entry end
 for i, m in ipairs(msgs) do
-  local id = cjson.decode(m)['id']
+  local decoded, message = pcall(cjson.decode, m)
+  if not decoded then break end
+  local id = message['id']
   local count
   if i == 1 then
     local at = id .. '@'
@@ -135,7 +146,7 @@ export function withSessionScripts(redis: Redis): ScriptedRedis {
   const r = redis as ScriptedRedis;
   if (typeof r.sbJournal === 'function') return r;
   redis.defineCommand('sbEnqueue', { numberOfKeys: 3, lua: ENQUEUE });
-  redis.defineCommand('sbClaim', { numberOfKeys: 6, lua: CLAIM });
+  redis.defineCommand('sbClaim', { numberOfKeys: 7, lua: CLAIM });
   redis.defineCommand('sbJournal', { numberOfKeys: 3, lua: JOURNAL });
   redis.defineCommand('sbCommit', { numberOfKeys: 9, lua: COMMIT });
   redis.defineCommand('sbSettle', { numberOfKeys: 6, lua: SETTLE });

@@ -16,7 +16,7 @@ export type Claim =
   /** Another live run owns the session: this job leaves the inbox to it. */
   | { kind: 'busy'; holder: string }
   /** No waiting messages and no reply to deliver: the session was released. */
-  | { kind: 'empty' }
+  | { kind: 'empty'; unreadable: number }
   | {
       kind: 'claimed';
       /** A reply an earlier run committed and did not confirm delivered (JSON, as committed). */
@@ -25,6 +25,8 @@ export type Claim =
       journal: string[];
       /** The inbox head (up to foldMax), each with its crash count. */
       messages: ClaimedMessage[];
+      /** Entries at the head no script could read, moved to the unreadable list by this claim. */
+      unreadable: number;
     };
 
 export interface TurnCommit {
@@ -51,20 +53,21 @@ export class SessionStore {
   async claim(foldMax: number): Promise<Claim> {
     const k = this.keys;
     const s = this.session;
-    const r = await this.redis.sbClaim(this.lock, k.owner(s), k.inbox(s), k.claims(s), k.outbox(s), k.journal(s), this.fence.token, this.fence.jobId, k.jobBase, foldMax);
+    const r = await this.redis.sbClaim(this.lock, k.owner(s), k.inbox(s), k.claims(s), k.outbox(s), k.journal(s), k.unreadable, this.fence.token, this.fence.jobId, k.jobBase, foldMax);
     const status = Number(r[0]);
     if (status === FENCE.lockLost) throw new FencedError('claim', status);
     if (status === -2) return { kind: 'busy', holder: String(r[1]) };
-    if (status === 0) return { kind: 'empty' };
+    if (status === 0) return { kind: 'empty', unreadable: Number(r[1] ?? 0) };
     const outbox = String(r[1]);
-    const journalLength = Number(r[2]);
-    const journal = r.slice(3, 3 + journalLength).map(String);
+    const unreadable = Number(r[2]);
+    const journalLength = Number(r[3]);
+    const journal = r.slice(4, 4 + journalLength).map(String);
     const messages: ClaimedMessage[] = [];
-    for (let i = 3 + journalLength; i < r.length; i += 2) {
+    for (let i = 4 + journalLength; i < r.length; i += 2) {
       const raw = String(r[i + 1]);
       messages.push({ claims: Number(r[i]), raw, message: JSON.parse(raw) as InboundMessage });
     }
-    return { kind: 'claimed', journal, messages, ...(outbox && { pendingReply: outbox }) };
+    return { kind: 'claimed', journal, messages, unreadable, ...(outbox && { pendingReply: outbox }) };
   }
 
   /** Appends entries (JSON) to the session's journal; `fresh` drops what it held first. */
