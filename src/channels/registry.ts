@@ -16,3 +16,6 @@ export const CHANNELS: readonly ChannelEntry[] = [
   { name: 'telegram', enabled: (c) => c.channels.telegram !== undefined, load: async () => (await import('./telegram/module.js')).telegramModule },
   { name: 'discord', enabled: (c) => c.channels.discord !== undefined, load: async () => (await import('./discord/module.js')).discordChannel },
 ];
+
+/** Every platform a session can belong to: the channels above and the terminal chat. */
+export const PLATFORMS: ReadonlySet<string> = new Set(['terminal', ...CHANNELS.map((c) => c.name)]);

@@ -7,6 +7,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { decodeSessionKey } from '../channels/session-key.js';
+import { PLATFORMS } from '../channels/registry.js';
 import type { InboundMessage } from '../channels/types.js';
 import type { SessionControl } from '../queue/control.js';
 import type { SessionKeys } from '../queue/keys.js';
@@ -88,6 +89,8 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
     } catch (err) {
       return void res.status(400).json({ error: err instanceof Error ? err.message : String(err) });
     }
+    // A reset queued for a platform no worker can answer would fail forever.
+    if (!PLATFORMS.has(parts.platform)) return void res.status(400).json({ error: `unknown platform "${parts.platform}" (one of ${[...PLATFORMS].join(', ')})` });
     const id = randomUUID();
     const message: InboundMessage = { v: 1, id, ...parts, sender: { id: 'operator' }, text: '/reset', command: 'reset', attachments: [], eventId: `operator-reset-${id}`, receivedAt: Date.now() };
     await deps.producer.enqueue(message);

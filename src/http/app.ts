@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { InboundChannel } from '../channels/registry.js';
 import type { RunQueue } from '../queue/run-queue.js';
@@ -28,6 +28,25 @@ export function createHttpApp(): Express {
   const app = express();
   app.disable('x-powered-by');
   return app;
+}
+
+/**
+ * The last handler: any error (a body that is not JSON, a route that threw) answers a short JSON
+ * body with its status (500 when it has none), never Express's page with the stack and paths.
+ * Mount it after every route.
+ */
+export function mountErrorHandler(app: Express, log: { warn(obj: object, msg: string): void }): void {
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const status = httpStatusOf(err);
+    log.warn({ method: req.method, path: req.path, status, err: err instanceof Error ? err.message : String(err) }, 'http request failed');
+    res.status(status).json({ ok: false, error: status >= 500 ? 'internal error' : err instanceof Error ? err.message : 'bad request' });
+  });
+}
+
+function httpStatusOf(err: unknown): number {
+  const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
 }
 
 /** How long a refused platform is asked to wait before delivering again. */

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import { CHANNELS, type InboundChannel } from '../channels/registry.js';
 import { Intake } from '../channels/intake.js';
-import { createHttpApp, mountDrainSwitch, mountHealth } from '../http/app.js';
+import { createHttpApp, mountDrainSwitch, mountErrorHandler, mountHealth } from '../http/app.js';
 import { connectRedis } from '../queue/connection.js';
 import { SessionControl } from '../queue/control.js';
 import { SessionKeys } from '../queue/keys.js';
@@ -69,6 +69,7 @@ export async function startGatewayRole(
     const module = await entry.load();
     channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, approvals, log: log.child({ channel: module.name }) }));
   }
+  mountErrorHandler(app, log);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (err?: Error) => (err ? reject(err) : resolve(s)));
   });

@@ -162,3 +162,34 @@ describe('read-only admin', () => {
     expect((await get(stack, '/admin/api/sessions', bearer)).status).toBe(200);
   });
 });
+
+describe('bad input on the admin surface', () => {
+  let stack: Stack;
+  beforeAll(async () => (stack = await startStack('admin-bad', { ADMIN_TOKEN: TOKEN })));
+  afterAll(async () => stack?.close());
+
+  it('a cookie with a malformed escape is no credential (401), not a server error', async () => {
+    const res = await get(stack, '/admin/api/sessions', { cookie: 'sb_admin=%E0%A4%A' });
+    expect(res.status).toBe(401);
+  });
+
+  it('a body that is not JSON is a short JSON 400, without a stack or install paths', async () => {
+    const res = await fetch(`${stack.baseUrl}/admin/api/queue/pause`, { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: '{"not json' });
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(JSON.parse(text)).toMatchObject({ ok: false });
+    expect(text).not.toMatch(/node_modules|at .*\.js:\d+/);
+  });
+
+  it('a reset for a platform no worker can answer is refused, and nothing is queued', async () => {
+    for (const session of ['toString:x', '__proto__:constructor', 'nosuch:123']) {
+      const res = await fetch(`${stack.baseUrl}/admin/api/sessions/${encodeURIComponent(session)}/reset`, { method: 'POST', headers: bearer });
+      expect([session, res.status]).toEqual([session, 400]);
+    }
+    expect(await stack.queue.getJobCounts('waiting', 'active', 'delayed')).toEqual({ waiting: 0, active: 0, delayed: 0 });
+    const ok = await fetch(`${stack.baseUrl}/admin/api/sessions/${encodeURIComponent('terminal:ops')}/reset`, { method: 'POST', headers: bearer });
+    expect(ok.status).toBe(202);
+    // The reset is a turn of its own: let it finish before the stack closes.
+    await waitFor('the reset turn', async () => (await stack.queue.getJobCounts('completed')).completed === 1);
+  });
+});

@@ -12,6 +12,9 @@ export function chooseTransport(slack: { appToken: string | undefined }): Transp
   return slack.appToken ? 'socket' : 'http';
 }
 
+/** Slack's own rule for a signed request's timestamp, applied both ways. */
+const MAX_CLOCK_SKEW_S = 5 * 60;
+
 /** The HTTP path Slack posts events, slash commands and url_verification to. */
 export const EVENTS_PATH = '/slack/events';
 
@@ -22,6 +25,13 @@ export const EVENTS_PATH = '/slack/events';
  * a failure to enqueue answers 500 and Slack sends the event again.
  */
 export function httpReceiver(app: Express, signingSecret: string, log: Logger): ExpressReceiver {
+  // Bolt refuses timestamps from the past only; one from the future is as replayable.
+  app.use(EVENTS_PATH, (req, res, next) => {
+    const sent = Number(req.get('x-slack-request-timestamp'));
+    if (!Number.isFinite(sent) || Math.abs(Date.now() / 1000 - sent) <= MAX_CLOCK_SKEW_S) return next();
+    log.warn({ skewS: Math.round(sent - Date.now() / 1000) }, 'slack request refused: its timestamp is more than 5 minutes from now');
+    res.status(401).json({ ok: false, error: 'stale or future request timestamp' });
+  });
   return new ExpressReceiver({
     signingSecret,
     app,

@@ -39,7 +39,7 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(await s.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')).toEqual({ waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0, prioritized: 0 });
   }
 
-  it('answers url_verification; refuses a bad signature and a stale timestamp with 401 and starts no run', async () => {
+  it('answers url_verification; refuses a bad signature and a stale or future timestamp with 401 and starts no run', async () => {
     const { stack, slack } = await start('slack-verify');
     const challenge = await postEvent(stack.baseUrl, { token: 'legacy', challenge: 'c2xhY2stY2hhbGxlbmdl', type: 'url_verification' });
     expect(challenge.status).toBe(200);
@@ -55,6 +55,9 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(forged.status).toBe(401);
     const stale = await postEvent(stack.baseUrl, payload, {}, Math.floor(Date.now() / 1000) - 6 * 60);
     expect(stale.status).toBe(401);
+    // Signed an hour ahead: as replayable as an old one.
+    const future = await postEvent(stack.baseUrl, payload, {}, Math.floor(Date.now() / 1000) + 3600);
+    expect(future.status).toBe(401);
     const unsigned = await fetch(`${stack.baseUrl}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(unsigned.status).toBe(401);
 
