@@ -6,6 +6,7 @@ import { Bot } from 'grammy';
 import type { BotCommand, CallbackQuery, Message, Update } from 'grammy/types';
 import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
 import { parseApprovalData } from './approval-data.js';
+import { malformedMessage } from './update-schema.js';
 import { refusalText } from '../../delivery/approval-card.js';
 import type { Logger } from '../../log.js';
 import type { IntakeResult } from '../intake.js';
@@ -178,6 +179,11 @@ export class TelegramChannel {
 
   private async onMessage(msg: Message, updateId: number): Promise<void> {
     const me = this.me!;
+    const malformed = malformedMessage(msg);
+    if (malformed !== undefined) {
+      this.log.warn({ updateId, problem: malformed }, 'telegram update skipped: the message is malformed');
+      return;
+    }
     const cap = this.deps.settings.apiRoot ? this.deps.attachmentMaxBytes : Math.min(this.deps.attachmentMaxBytes, CLOUD_DOWNLOAD_LIMIT);
     const n = normaliseMessage(msg, { me, allowedUsers: this.deps.settings.allowedUsers, maxBytes: cap, now: Date.now(), newId: randomUUID });
     if (n.kind === 'ignore') {

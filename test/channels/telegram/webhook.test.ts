@@ -76,6 +76,24 @@ describe('telegram webhook mode (TELEGRAM_WEBHOOK_URL)', () => {
     expect(h.answers(chat).map((a) => a.body.text)).toEqual(['No run is active.']);
   });
 
+  it('an update with the right secret but a malformed message is acknowledged (200) and skipped, so Telegram does not deliver it forever', async () => {
+    const chat = 2005;
+    const good = h.dmUpdate(chat, 'fine').message;
+    const bad = [
+      { ...good, chat: undefined },
+      { ...good, text: 42 },
+      { ...good, entities: 'bold' },
+      { ...good, text: 'hi @x', entities: [{ type: 'text_mention', offset: 3, length: 2 }] },
+    ];
+    for (const [i, message] of bad.entries()) {
+      const res = await post({ update_id: 50 + i, message }, SECRET);
+      expect([i, res.status]).toEqual([i, 200]);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await h.stack.queue.getJobCounts('waiting', 'active', 'completed')).toMatchObject({ waiting: 0, active: 0 });
+    expect(h.answers(chat)).toEqual([]);
+  });
+
   it('a body that is not an update is a 400', async () => {
     expect((await post({ hello: 'world' }, SECRET)).status).toBe(400);
   });
