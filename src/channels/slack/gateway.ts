@@ -9,6 +9,7 @@ import { decideClick, type SlackBlockActions, type SlackButtonAction } from './a
 import { commandReplyKey, engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
+import { malformed, slackCommandSchema, slackMessageEventSchema } from './payload-schema.js';
 import { slackLogger } from './logger.js';
 import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
 
@@ -145,6 +146,8 @@ export class SlackGateway {
 
   private async onMessage(event: SlackMessageEvent, retryNum: number | undefined): Promise<void> {
     this.lastEventAt = Date.now();
+    const problem = malformed(slackMessageEventSchema, event);
+    if (problem !== undefined) return this.ctx.log.warn({ problem, retryNum }, 'slack event skipped: it is malformed');
     const log = this.ctx.log.child({ eventType: event.type, channel: event.channel, ts: event.ts, ...(retryNum !== undefined && { retryNum }) });
     const botUserId = this.identity?.userId;
     const trigger = classifyEvent(event, botUserId);
@@ -168,6 +171,11 @@ export class SlackGateway {
   /** /ask: the text of the ephemeral acknowledgement. */
   private async onAsk(payload: SlackCommandPayload): Promise<string> {
     this.lastEventAt = Date.now();
+    const problem = malformed(slackCommandSchema, payload);
+    if (problem !== undefined) {
+      this.ctx.log.warn({ problem }, 'slack command skipped: it is malformed');
+      return ASK_USAGE;
+    }
     const request = parseAsk(payload.text);
     const session = sessionKeyOf({ platform: 'slack', conversation: payload.channel_id });
     const log = this.ctx.log.child({ command: ASK_COMMAND, channel: payload.channel_id, session });

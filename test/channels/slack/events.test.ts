@@ -39,6 +39,28 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(await s.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')).toEqual({ waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0, prioritized: 0 });
   }
 
+  it('signed events and /ask payloads with the wrong field types are acknowledged and skipped: no 5xx, nothing queued', async () => {
+    const { stack, slack } = await start('slack-malformed');
+    const good = appMention(CHANNEL, nextTs(), 'hello');
+    const events = [
+      { ...good, text: 42 },
+      { ...good, channel: 1234 },
+      { ...good, user: { id: 'U0ADA' } },
+      { ...good, thread_ts: ['1.2'] },
+      { ...good, files: 'not-a-list' },
+      { ...good, ts: undefined },
+    ];
+    for (const [i, event] of events.entries()) {
+      const res = await postEvent(stack.baseUrl, eventCallback(event));
+      expect([i, res.status]).toEqual([i, 200]);
+    }
+    const ask = await postCommand(stack.baseUrl, { channel_id: '', user_id: 'U0ADA', text: 'what?' });
+    expect(ask.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    await nothingQueued(stack);
+    expect(slack.messages).toHaveLength(0);
+  });
+
   it('answers url_verification; refuses a bad signature and a stale or future timestamp with 401 and starts no run', async () => {
     const { stack, slack } = await start('slack-verify');
     const challenge = await postEvent(stack.baseUrl, { token: 'legacy', challenge: 'c2xhY2stY2hhbGxlbmdl', type: 'url_verification' });
