@@ -57,7 +57,9 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     const m = await h.send('a', 'append a line');
     const c = await card();
     expect(c).toMatchObject({ tool: 'edit_file', args: APPEND.arguments, requester: 'tester' });
-    expect(await h.queue.getJobCounts('delayed', 'active')).toEqual({ delayed: 1, active: 0 });
+    // The card goes out just before the job is parked: no worker slot is held once it is.
+    await waitFor('the job parked', async () => (await h.queue.getJobCounts('delayed')).delayed === 1);
+    expect(await h.queue.getJobCounts('active')).toEqual({ active: 0 });
     expect(await log()).toBe('END');
 
     expect((await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'mallory' })).kind).toBe('not_allowed');
@@ -75,7 +77,7 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     expect(decided).toMatchObject([{ outcome: { decision: 'approved', by: 'tester' } }]);
     // The model was asked twice in all: once for the call, once after its result (never again for the call).
     expect(h.fake.requests).toHaveLength(2);
-    const [job] = await h.queue.getJobs(['completed']);
+    const [job] = await waitFor('the completed job', async () => { const jobs = await h.queue.getJobs(['completed']); return jobs.length > 0 && jobs; });
     const { logs } = await h.queue.getJobLogs(job!.id!);
     expect(logs.some((l) => /approval .*: approved by tester/.test(l))).toBe(true);
   }, 60_000);

@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PipelineHarness } from '../helpers/pipeline.js';
+import { waitFor } from '../helpers/processes.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
 import { workspaceFolderName } from '../../src/tools/workspace.js';
 import type { JournalEntry } from '../../src/queue/journal.js';
@@ -116,7 +117,8 @@ describe('resume from the journal (worker process, real Redis)', () => {
     const [notice] = await answers(h);
     expect(notice).toContain('Already done: edit_file log.txt → Edited');
     expect(notice).not.toMatch(/send it again/);
-    const failed = await h.queue.getJobs(['failed']);
+    // The user is told before the job is marked failed: wait for BullMQ to catch up.
+    const failed = await waitFor('the failed job', async () => { const jobs = await h.queue.getJobs(['failed']); return jobs.length > 0 && jobs; });
     expect(failed.map((j) => j.failedReason)).toEqual([expect.stringMatching(/^failed: worker_crashed/)]);
   }, 60_000);
 

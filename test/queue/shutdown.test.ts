@@ -67,7 +67,8 @@ describe('worker shutdown and run limits (worker processes, real Redis)', () => 
     await h.waitEnded(['d'], [m.id], 40_000);
     expect(h.fake.requests).toHaveLength(3);
     expect(await log()).toBe('line-1\nEND');
-    expect(await h.queue.getJobCounts('completed', 'failed')).toEqual({ completed: 1, failed: 0 });
+    await waitFor('the job completed', async () => (await h!.queue.getJobCounts('completed')).completed === 1);
+    expect(await h.queue.getJobCounts('failed')).toEqual({ failed: 0 });
   }, 60_000);
 
   it('AGENT_RUN_TIMEOUT_MS ends a run failed (run_timeout) with an honest line; a resumed turn keeps its first start as the deadline', async () => {
@@ -88,7 +89,7 @@ describe('worker shutdown and run limits (worker processes, real Redis)', () => 
 
     const notices = (await h.events('d')).filter((e) => e.type === 'post').map((e) => (e.type === 'post' ? `${e.kind}: ${e.text}` : ''));
     expect(notices).toEqual([expect.stringMatching(/^notice: I stopped: this took longer than the 2-second limit/), expect.stringMatching(/^notice: I stopped: this took longer/)]);
-    const failed = await h.queue.getJobs(['failed']);
+    const failed = await waitFor('both failed jobs', async () => { const jobs = await h!.queue.getJobs(['failed']); return jobs.length === 2 && jobs; });
     expect(failed.map((j) => j.failedReason)).toEqual([expect.stringMatching(/^failed: run_timeout/), expect.stringMatching(/^failed: run_timeout/)]);
     expect(h.fake.requests.length).toBe(asked);
   }, 60_000);

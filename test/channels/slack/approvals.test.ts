@@ -113,7 +113,8 @@ describe('slack approvals over HTTP interactivity (signed block_actions on /slac
     expect(stranger.status).toBe(200);
     expect(await ephemeralTo(slack, BOB.id, 1)).toMatchObject({ channel: CHANNEL, thread_ts: ts, text: 'Only the person who asked, or an approver, can decide this.' });
     expect(await log()).toBe('END');
-    expect(await stack.queue.getJobCounts('delayed', 'active', 'waiting')).toEqual({ delayed: 1, active: 0, waiting: 0 });
+    await waitFor('the job parked', async () => (await stack.queue.getJobCounts('delayed')).delayed === 1);
+    expect(await stack.queue.getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: 0 });
     expect(card.edits).toEqual([]);
 
     // A button whose approval does not exist.
