@@ -33,6 +33,13 @@ export interface ChaosOptions {
   paceMs?: [number, number];
   /** How long the run may take to settle after the last strike. */
   quiesceMs: number;
+  /**
+   * Runs per worker process (default 4). At 1 a kill strikes only the run it targets; above it,
+   * the other runs on that worker die too, at whatever step they are — a reply piece killed in
+   * the instant between being journaled and being sent is then not sent again (its outcome is
+   * unknown, and an unknown post is never repeated), which the figures count as lost.
+   */
+  concurrency?: number;
   log: (line: string) => void;
 }
 
@@ -90,7 +97,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     LOCK_DURATION_MS: String(LOCK_MS),
     // Under twice the lock, so a dead worker's run is noticed by the first or second check after its lock expires.
     STALLED_INTERVAL_MS: '2000',
-    WORKER_CONCURRENCY: '4',
+    WORKER_CONCURRENCY: String(o.concurrency ?? 4),
     RECONCILE_INTERVAL_MS: '5000',
   };
   const queue = new Queue(RUN_QUEUE, { connection: redis, prefix });
