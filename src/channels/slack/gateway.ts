@@ -9,7 +9,8 @@ import { decideClick, type SlackBlockActions, type SlackButtonAction } from './a
 import { commandReplyKey, engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
-import { malformed, slackCommandSchema, slackMessageEventSchema } from './payload-schema.js';
+import { slackCommandSchema, slackMessageEventSchema } from './payload-schema.js';
+import { malformed } from '../payload.js';
 import { slackLogger } from './logger.js';
 import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
 

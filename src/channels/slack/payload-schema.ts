@@ -24,13 +24,3 @@ export const slackMessageEventSchema = z.object({
 });
 
 export const slackCommandSchema = z.object({ command: z.string(), text: z.string(), channel_id: z.string().min(1), user_id: z.string().min(1), user_name: opt, trigger_id: opt });
-
-/** Why a payload cannot be read, one line (field paths only: never the text); undefined when it can. */
-export function malformed(schema: z.ZodType, payload: unknown): string | undefined {
-  const parsed = schema.safeParse(payload);
-  if (parsed.success) return undefined;
-  return parsed.error.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`)
-    .join('; ');
-}

@@ -6,7 +6,8 @@ import { Bot } from 'grammy';
 import type { BotCommand, CallbackQuery, Message, Update } from 'grammy/types';
 import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
 import { parseApprovalData } from './approval-data.js';
-import { malformedMessage } from './update-schema.js';
+import { telegramMessageSchema } from './update-schema.js';
+import { malformed } from '../payload.js';
 import { refusalText } from '../../delivery/approval-card.js';
 import type { Logger } from '../../log.js';
 import type { IntakeResult } from '../intake.js';
@@ -179,9 +180,9 @@ export class TelegramChannel {
 
   private async onMessage(msg: Message, updateId: number): Promise<void> {
     const me = this.me!;
-    const malformed = malformedMessage(msg);
-    if (malformed !== undefined) {
-      this.log.warn({ updateId, problem: malformed }, 'telegram update skipped: the message is malformed');
+    const problem = malformed(telegramMessageSchema, msg);
+    if (problem !== undefined) {
+      this.log.warn({ updateId, problem }, 'telegram update skipped: the message is malformed');
       return;
     }
     const cap = this.deps.settings.apiRoot ? this.deps.attachmentMaxBytes : Math.min(this.deps.attachmentMaxBytes, CLOUD_DOWNLOAD_LIMIT);

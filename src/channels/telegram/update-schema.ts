@@ -29,13 +29,3 @@ export const telegramMessageSchema = z.object({
   video: file.optional(),
   photo: z.array(file).optional(),
 });
-
-/** Why a message cannot be read, one line (field paths only: never the text). */
-export function malformedMessage(msg: unknown): string | undefined {
-  const parsed = telegramMessageSchema.safeParse(msg);
-  if (parsed.success) return undefined;
-  return parsed.error.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.join('.') || '(message)'}: ${i.message}`)
-    .join('; ');
-}
