@@ -50,8 +50,9 @@ export async function runTools(state: RunState, message: AssistantMessage, narra
     const tool = tools.find((t) => t.name === name);
     const startedBefore = state.replay.wasStarted(callId);
     const rerunnable = !tool || tool.readOnly === true;
-    const approval = !startedBefore && state.input.needsApproval?.(name) ? state.replay.approval(callId) : undefined;
-    if (!startedBefore && !approval && state.input.needsApproval?.(name)) {
+    const gated = !startedBefore && state.input.needsApproval?.(name) === true;
+    const approval = gated ? state.replay.approval(callId) : undefined;
+    if (gated && !approval) {
       narrate();
       throw new ApprovalPending({ step, callId, name, args });
     }

@@ -47,7 +47,8 @@ export async function resolveApprovals(ctx: RunContext, journal: TurnJournal, ou
     let record = await deps.approvals.get(open.id);
     if (record?.status === 'pending' && Date.now() < open.expiresAt) return park(ctx, open);
     if (!record || record.status === 'pending') record = await deps.approvals.expire(open.id);
-    const status = record?.status === 'pending' || !record ? 'expired' : record.status;
+    // A record gone from Redis (past its retention) counts as expired too.
+    const status = record && record.status !== 'pending' ? record.status : 'expired';
     const by = record?.by ?? 'expiry';
     const at = record?.at ?? Date.now();
     if (status === 'cancelled') cancelled = true;

@@ -10,6 +10,8 @@ import type { Redis } from 'ioredis';
 
 /** Result codes of the fenced scripts (negative: refused). */
 export const FENCE = { lockLost: -1, notOwner: -2, headChanged: -3 } as const;
+/** The claim's codes besides a lock lost and a claimed turn (1): nothing to do, another live run owns the session. */
+export const CLAIMED = { empty: 0, busy: -2 } as const;
 
 // KEYS: seen, inbox, pending   ARGV: message JSON, seen TTL seconds, session key
 // → the inbox length, or -1 (a duplicate event)

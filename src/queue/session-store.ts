@@ -1,7 +1,7 @@
 import { RunSuspended } from '../agent/suspend.js';
 import type { InboundMessage } from '../channels/types.js';
 import type { SessionKeys } from './keys.js';
-import { FENCE, type ScriptedRedis } from './scripts.js';
+import { CLAIMED, FENCE, type ScriptedRedis } from './scripts.js';
 import type { ClaimedMessage } from './turn.js';
 
 /** The run refused to go on because another process now holds its job or session. */
@@ -56,8 +56,8 @@ export class SessionStore {
     const r = await this.redis.sbClaim(this.lock, k.owner(s), k.inbox(s), k.claims(s), k.outbox(s), k.journal(s), k.unreadable, this.fence.token, this.fence.jobId, k.jobBase, foldMax);
     const status = Number(r[0]);
     if (status === FENCE.lockLost) throw new FencedError('claim', status);
-    if (status === -2) return { kind: 'busy', holder: String(r[1]) };
-    if (status === 0) return { kind: 'empty', unreadable: Number(r[1] ?? 0) };
+    if (status === CLAIMED.busy) return { kind: 'busy', holder: String(r[1]) };
+    if (status === CLAIMED.empty) return { kind: 'empty', unreadable: Number(r[1] ?? 0) };
     const outbox = String(r[1]);
     const unreadable = Number(r[2]);
     const journalLength = Number(r[3]);
