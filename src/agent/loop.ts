@@ -18,10 +18,11 @@ export const EMPTY_NUDGE =
  * RunSuspended (the worker is stopping, or the run lost its turn): then there is no outcome to
  * report, and another run resumes the turn from its journal.
  *
- * Each step: abort? → suspend? → step limit? → context budget? → model call (with retries, or
- * the journal's record of it) → resolve: tool calls are run and the loop goes on; final text
- * completes; anything else fails. With a journal, the loop replays what it recorded: the same
- * responses and results give the same decisions, so a resumed run arrives where the last one was.
+ * Each step: abort? → suspend? → step limit? → context budget? → the requester's token budget
+ * (fresh calls only)? → model call (with retries, or the journal's record of it) → resolve: tool
+ * calls are run and the loop goes on; final text completes; anything else fails. With a journal,
+ * the loop replays what it recorded: the same responses and results give the same decisions, so
+ * a resumed run arrives where the last one was.
  */
 export async function runAgent(input: AgentRunInput): Promise<RunOutcome> {
   const state = createRunState(input);
@@ -55,6 +56,9 @@ async function drive(state: RunState): Promise<RunOutcome> {
       });
     }
 
+    const refused = await budgetRefusal(state);
+    if (refused !== undefined) return outcomeOf(state, 'failed', { reason: 'budget', detail: refused });
+
     state.steps++;
     const response = await modelStep(state, tools);
     if (response.stopReason === 'aborted' || signal.aborted) return cancelled(state);
@@ -63,6 +67,14 @@ async function drive(state: RunState): Promise<RunOutcome> {
     const next = await resolveResponse(state, response);
     if (next !== 'continue') return next;
   }
+}
+
+/** Why the next step may not call the model: the requester's allowance is used up. A journaled step is replayed, not paid for again. */
+async function budgetRefusal(state: RunState): Promise<string | undefined> {
+  const budget = state.input.budget;
+  if (!budget || state.replay.model(state.steps + 1)) return undefined;
+  const check = await budget.check();
+  return check.ok ? undefined : check.detail;
 }
 
 /** The step's model response: the journal's record of it, else a model call recorded once it succeeded. */

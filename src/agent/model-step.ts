@@ -19,6 +19,8 @@ export async function callModel(
     const response = await safeComplete(model, { messages: [...state.messages], tools, signal });
     state.modelCalls++;
     addUsage(state, response.usage);
+    // Counted here, where only fresh calls pass: a response replayed from the journal never reaches callModel.
+    if (response.usage.totalTokens > 0) await state.input.budget?.spend(response.usage.totalTokens);
     if (signal.aborted) return abortedResponse();
     if (response.stopReason !== 'error' || !response.error?.retryable || attempt >= limits.modelRetries) {
       return response;

@@ -18,6 +18,11 @@ export interface OpenAIModelOptions {
 
 type Params = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
 
+/** The text with every occurrence of the key replaced (keys shorter than 8 characters are placeholders, not secrets). */
+export function withoutSecret(text: string, key: string): string {
+  return key.length >= 8 ? text.split(key).join('[redacted]') : text;
+}
+
 export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
   // maxRetries 0: the loop retries, so it can honour Retry-After, emit events and stay abortable.
   const client = new OpenAI({
@@ -42,7 +47,9 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
       return options.stream ? await completeStreaming(body, signal, deadline) : await completePlain(body, signal);
     } catch (err) {
       if (request.signal.aborted) return abortedResponse();
-      return errorResponse(classifyError(deadline.fired ? new ModelTimeoutError(options.timeoutMs) : err));
+      const error = classifyError(deadline.fired ? new ModelTimeoutError(options.timeoutMs) : err);
+      // Some compatible servers echo the key in their error text, which becomes logs, job data and the run record.
+      return errorResponse({ ...error, message: withoutSecret(error.message, options.apiKey) });
     } finally {
       deadline.clear();
     }

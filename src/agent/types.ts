@@ -15,7 +15,9 @@ export type FailureReason =
   | 'empty_answer'
   | 'cancelled'
   | 'worker_crashed'
-  | 'run_timeout';
+  | 'run_timeout'
+  /** The requester's daily model-token budget is used up (USER_DAILY_TOKENS). */
+  | 'budget';
 
 export interface TokenUsage {
   promptTokens: number;
@@ -126,7 +128,19 @@ export interface AgentRunInput {
   journal?: StepJournal;
   /** The tool waits for a person's approval before it runs (the policy of this conversation). */
   needsApproval?: (tool: string) => boolean;
+  /** The requester's model-token allowance; without it, model calls are not limited by person. */
+  budget?: TokenAllowance;
   onEvent?: (event: AgentEvent) => void;
+}
+
+/**
+ * A person's model-token allowance as the loop sees it. The loop asks it before each fresh model
+ * call (a response replayed from the journal costs nothing) and tells it what each fresh call
+ * used. Neither method throws: a store that cannot answer is its owner's to log.
+ */
+export interface TokenAllowance {
+  check(): Promise<{ ok: true } | { ok: false; /** for logs and the dashboard */ detail: string }>;
+  spend(tokens: number): Promise<void>;
 }
 
 export type StopReason = 'stop' | 'length' | 'toolUse' | 'error' | 'aborted';

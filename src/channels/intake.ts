@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+import type { AccessGate, RefusalReason } from '../access/gate.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Producer } from '../queue/producer.js';
@@ -8,44 +10,79 @@ import type { InboundMessage } from './types.js';
 
 export type IntakeResult =
   | { kind: 'queued'; session: string }
+  /** A redelivered event: already queued, or already answered at once. Nothing to do. */
   | { kind: 'duplicate'; session: string }
   /** A command answered at once; the channel shows `reply` the way its platform answers commands. */
-  | { kind: 'command'; session: string; name: CommandName | 'unknown'; reply: string; ok: boolean };
+  | { kind: 'command'; session: string; name: CommandName | 'unknown'; reply: string; ok: boolean }
+  /** Not queued: access control, a limit or a full queue. `reply`, when present, is what the person is told. */
+  | { kind: 'refused'; session: string; reason: RefusalReason | 'queue_full'; reply?: string };
+
+/** What the channel shows the person for this result, if anything. */
+export function replyOf(result: IntakeResult): string | undefined {
+  return result.kind === 'command' || result.kind === 'refused' ? result.reply : undefined;
+}
+
+export interface IntakeOptions {
+  /** Access control and the per-user rate limit; absent: everyone may talk (the terminal chat). */
+  gate?: AccessGate;
+  /** Remembers events answered at once, so a redelivery is not answered (or acted on) twice. */
+  answered?: { redis: Redis; prefix: string };
+  /** SESSION_QUEUE_MAX for platform channels (the terminal chat has no cap). */
+  queueMax?: number;
+  metrics?: Metrics;
+}
+
+/** As long as the producer remembers queued events. */
+const ANSWERED_TTL_SECONDS = 24 * 3600;
 
 /**
- * Where every channel hands a normalised message: chat commands that act at once (/stop,
- * /status, /help, unknown ones) are answered here; /reset and everything else go to the
- * session's inbox, in order.
+ * Where every channel hands a normalised message: access control first, then chat commands that
+ * act at once (/stop, /status, /help, unknown ones) are answered here; /reset and everything
+ * else go to the session's inbox, in order. Anything answered at once is answered once per
+ * platform event, however often the platform delivers it.
  */
 export class Intake {
+  private readonly metrics: Metrics | undefined;
+
   constructor(
     private readonly producer: Producer,
     private readonly control: SessionControl,
     private readonly log: Logger,
-    private readonly metrics?: Metrics,
-  ) {}
+    private readonly options: IntakeOptions = {},
+  ) {
+    this.metrics = options.metrics;
+  }
 
   /** `botName` lets a group command addressed to another bot (`/stop@other`) pass as plain text. */
   async accept(message: InboundMessage, botName?: string): Promise<IntakeResult> {
     const session = sessionKeyOf(message);
     const command = parseCommand(message.text, botName);
+    const commandName = command === null ? undefined : 'unknown' in command ? 'unknown' : command.name;
+    const verdict = this.options.gate ? await this.options.gate.check(message, commandName) : { pass: true as const };
+    if (!verdict.pass) {
+      if (verdict.reply !== undefined && !(await this.firstAnswer(message))) return { kind: 'duplicate', session };
+      return { kind: 'refused', session, reason: verdict.reason, ...(verdict.reply !== undefined && { reply: verdict.reply }) };
+    }
     if (command && 'unknown' in command) {
+      if (!(await this.firstAnswer(message))) return { kind: 'duplicate', session };
       this.metrics?.commands.inc({ platform: message.platform, command: 'unknown' });
       return { kind: 'command', session, name: 'unknown', reply: unknownCommandText(command.unknown), ok: false };
     }
     if (command && command.name !== 'reset') {
+      if (!(await this.firstAnswer(message))) return { kind: 'duplicate', session };
       this.metrics?.commands.inc({ platform: message.platform, command: command.name });
       return { kind: 'command', session, name: command.name, ...(await this.command(command.name, session)) };
     }
     const queued = command?.name === 'reset' ? { ...message, command: 'reset' as const } : message;
-    const result = await this.producer.enqueue(queued);
+    const max = message.platform === 'terminal' ? 0 : (this.options.queueMax ?? 0);
+    const result = await this.producer.enqueue(queued, max);
     this.log.info({ platform: message.platform, session, eventId: message.eventId, status: result.status }, 'inbound message');
+    if (result.status === 'full') return this.queueFull(message, session, max);
     (result.status === 'queued' ? this.metrics?.inbound : this.metrics?.deduplicated)?.inc({ platform: message.platform });
     return result.status === 'queued' ? { kind: 'queued', session } : { kind: 'duplicate', session };
   }
 
-  /** A command that acts at once, for surfaces that deliver commands apart from messages (Discord slash commands). */
-  async command(name: Exclude<CommandName, 'reset'>, session: string): Promise<{ reply: string; ok: boolean }> {
+  private async command(name: Exclude<CommandName, 'reset'>, session: string): Promise<{ reply: string; ok: boolean }> {
     switch (name) {
       case 'help':
         return { reply: helpText(), ok: true };
@@ -57,5 +94,21 @@ export class Intake {
         return { reply: stopped ? 'Stopping the current run…' : 'Nothing is running.', ok: true };
       }
     }
+  }
+
+  private async queueFull(message: InboundMessage, session: string, max: number): Promise<IntakeResult> {
+    this.log.warn({ platform: message.platform, userId: message.sender.id, session, eventId: message.eventId, reason: 'queue_full', max }, 'message refused');
+    this.metrics?.refusals.inc({ platform: message.platform, reason: 'queue_full' });
+    if (!(await this.firstAnswer(message))) return { kind: 'duplicate', session };
+    const reply = `Sorry, ${max} messages are already waiting in this conversation, so I did not take this one. Please send it again once I have answered those (or /stop the current run).`;
+    return { kind: 'refused', session, reason: 'queue_full', reply };
+  }
+
+  /** True the first time this event is answered at once; false for a redelivery of it. */
+  private async firstAnswer(message: InboundMessage): Promise<boolean> {
+    const answered = this.options.answered;
+    if (!answered) return true;
+    const key = `${answered.prefix}:answered:${message.platform}:${message.eventId}`;
+    return (await answered.redis.set(key, '1', 'EX', ANSWERED_TTL_SECONDS, 'NX')) === 'OK';
   }
 }

@@ -27,7 +27,14 @@ export interface InboundMessage {
   conversation: string;
   /** Thread or topic id when it is a session of its own. */
   thread?: string;
-  sender: { id: string; name?: string };
+  /** `handle`: a username an allowlist may name (Telegram's @username, lowercase, without @). */
+  sender: { id: string; name?: string; handle?: string };
+  /**
+   * Where it was said, for access control (access/policy.ts): a DM with the bot, or a group with
+   * the ids an ALLOWED_CHANNELS entry may name (the channel, a thread's parent channel, the guild).
+   * Absent (the terminal chat, operator messages): the platform's rules decide, a DM by default.
+   */
+  where?: { kind: 'dm' } | { kind: 'group'; ids: string[] };
   /** The user's text without the bot mention. */
   text: string;
   attachments: Attachment[];

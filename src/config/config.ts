@@ -26,6 +26,32 @@ export interface QueueConfig {
   foldMax: number;
 }
 
+export type DmPolicy = NonNullable<Env['DM_POLICY']>;
+
+/** Who may talk to the bot (access/gate.ts applies it). The terminal chat is local: none of it applies there. */
+export interface AccessConfig {
+  /** Per platform: what an unknown DM sender gets. */
+  dm: Record<'telegram' | 'slack' | 'discord', DmPolicy>;
+  /** `platform:userId` (Telegram also `telegram:username`, lowercase, without @): let in under every DM policy but `disabled`. */
+  allowedUsers: string[];
+  /** The legacy TELEGRAM_ALLOWED_USERS: when set, also restricts who may address the bot in Telegram groups (as it always did). */
+  telegramGroupSenders: boolean;
+  group: 'open' | 'allowlist';
+  /** `slack:C…`, `telegram:-100…`, `discord:<guildId>` or `discord:<channelId>`. */
+  allowedChannels: string[];
+}
+
+export interface LimitsConfig {
+  /** Messages per minute per user (0: no limit). */
+  userRatePerMinute: number;
+  /** Model tokens per user per UTC day; undefined: no limit. */
+  userDailyTokens: number | undefined;
+  /** Waiting messages per session; the next one is refused with a notice. */
+  sessionQueueMax: number;
+  /** A longer message is saved in the workspace as a file and the turn says so. */
+  messageMaxChars: number;
+}
+
 export interface Config {
   redis: { url: string; /** false when REDIS_URL was not set: we may start a private redis-server */ explicit: boolean };
   model: ModelConfig;
@@ -55,14 +81,14 @@ export interface Config {
   approvals: { approvers: string[]; timeoutMs: number };
   /** The MCP servers file (`mcpServers` format), if any. */
   mcpConfigPath: string | undefined;
+  access: AccessConfig;
+  limits: LimitsConfig;
   channels: {
     telegram?: {
       token: string;
       apiRoot: string | undefined;
       webhookUrl: string | undefined;
       webhookSecret: string | undefined;
-      /** User ids or usernames (without @); undefined: everyone. */
-      allowedUsers: string[] | undefined;
     };
     slack?: { botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined; threadFollowups: boolean };
     discord?: { token: string; applicationId: string; apiUrl: string | undefined; guildId: string | undefined; messageContent: boolean };
@@ -110,6 +136,13 @@ export function deriveConfig(env: Env): Config {
     tools: { deny: env.TOOLS_DENY, approve: env.TOOLS_APPROVE },
     approvals: { approvers: env.APPROVERS, timeoutMs: env.APPROVAL_TIMEOUT_MS },
     mcpConfigPath: env.MCP_CONFIG === undefined ? undefined : resolve(env.MCP_CONFIG),
+    access: accessOf(env),
+    limits: {
+      userRatePerMinute: env.USER_RATE_LIMIT,
+      userDailyTokens: env.USER_DAILY_TOKENS,
+      sessionQueueMax: env.SESSION_QUEUE_MAX,
+      messageMaxChars: env.MESSAGE_MAX_CHARS,
+    },
     channels: {
       ...(env.TELEGRAM_BOT_TOKEN && {
         telegram: {
@@ -117,7 +150,6 @@ export function deriveConfig(env: Env): Config {
           apiRoot: env.TELEGRAM_API_ROOT,
           webhookUrl: env.TELEGRAM_WEBHOOK_URL,
           webhookSecret: env.TELEGRAM_WEBHOOK_SECRET,
-          allowedUsers: env.TELEGRAM_ALLOWED_USERS?.split(',').map((u) => u.trim().replace(/^@/, '')).filter(Boolean),
         },
       }),
       ...(env.SLACK_BOT_TOKEN && {
@@ -141,6 +173,33 @@ export function deriveConfig(env: Env): Config {
         }),
     },
   };
+}
+
+/**
+ * DM_POLICY for every platform unless `<PLATFORM>_DM_POLICY` says otherwise; default `pairing`.
+ * TELEGRAM_ALLOWED_USERS keeps meaning what it meant: its users join ALLOWED_USERS, and with no
+ * Telegram DM policy set, Telegram DMs are an allowlist.
+ */
+function accessOf(env: Env): AccessConfig {
+  const legacy = (env.TELEGRAM_ALLOWED_USERS ?? '').split(',').map((u) => u.trim().replace(/^@/, '')).filter(Boolean);
+  const all = env.DM_POLICY;
+  return {
+    dm: {
+      telegram: env.TELEGRAM_DM_POLICY ?? all ?? (legacy.length > 0 ? 'allowlist' : 'pairing'),
+      slack: env.SLACK_DM_POLICY ?? all ?? 'pairing',
+      discord: env.DISCORD_DM_POLICY ?? all ?? 'pairing',
+    },
+    allowedUsers: [...new Set([...env.ALLOWED_USERS.map(userEntry), ...legacy.map((u) => userEntry(`telegram:${u}`))])],
+    telegramGroupSenders: legacy.length > 0,
+    group: env.GROUP_POLICY,
+    allowedChannels: env.ALLOWED_CHANNELS,
+  };
+}
+
+/** `telegram:@Ada` → `telegram:ada` (usernames match in any case); ids stay as written. */
+function userEntry(entry: string): string {
+  const [platform, id] = [entry.slice(0, entry.indexOf(':')), entry.slice(entry.indexOf(':') + 1)];
+  return platform === 'telegram' && !/^\d+$/.test(id.replace(/^@/, '')) ? `telegram:${id.replace(/^@/, '').toLowerCase()}` : `${platform}:${id.replace(/^@/, '')}`;
 }
 
 /** The worker role needs a model; the gateway does not. Local servers (Ollama, vLLM) need no key. */

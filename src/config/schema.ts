@@ -33,6 +33,10 @@ const list = (entry: RegExp, what: string) =>
     .transform((v) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean))
     .refine((items) => items.every((x) => entry.test(x)), `must be a comma-separated list of ${what}`);
 
+const DM_POLICY = z.enum(['pairing', 'allowlist', 'open', 'disabled'], { error: 'must be pairing, allowlist, open or disabled' });
+const USER_ENTRY = /^(telegram|slack|discord):@?[^\s,:@]+$/;
+const CHANNEL_ENTRY = /^(telegram|slack|discord):[^\s,:]+$/;
+
 const flag = (fallback: boolean) =>
   z
     .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'must be 1 or 0 (true/false)' })
@@ -83,6 +87,23 @@ export const envSchema = z
     MCP_CONFIG: optionalText('the path of a JSON file in the mcpServers format'),
 
     ATTACHMENT_MAX_BYTES: int(0, 2_000_000_000, 20_000_000),
+
+    DM_POLICY: DM_POLICY.optional(),
+    TELEGRAM_DM_POLICY: DM_POLICY.optional(),
+    SLACK_DM_POLICY: DM_POLICY.optional(),
+    DISCORD_DM_POLICY: DM_POLICY.optional(),
+    ALLOWED_USERS: list(USER_ENTRY, 'platform:userId entries, e.g. slack:U0123ABC,telegram:42,telegram:@ada,discord:80351110224678912'),
+    GROUP_POLICY: z.enum(['open', 'allowlist'], { error: 'must be open or allowlist' }).default('open'),
+    ALLOWED_CHANNELS: list(CHANNEL_ENTRY, 'platform:id entries, e.g. slack:C0123ABC,telegram:-1001234567890,discord:<guildId or channelId>'),
+    USER_RATE_LIMIT: int(0, 100_000, 20),
+    USER_DAILY_TOKENS: z
+      .string()
+      .trim()
+      .regex(/^[1-9]\d*$/, 'must be a whole number of tokens above 0 (unset: no limit)')
+      .transform(Number)
+      .optional(),
+    SESSION_QUEUE_MAX: int(1, 100_000, 50),
+    MESSAGE_MAX_CHARS: int(100, 10_000_000, 20_000),
 
     TOOLS_EXEC: z.enum(['off', 'approve', 'on'], { error: 'must be off, approve or on' }).default('off'),
     EXEC_SANDBOX: z.enum(['bwrap', 'none'], { error: 'must be bwrap or none (no sandbox: commands run on the host)' }).default('bwrap'),

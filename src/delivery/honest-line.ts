@@ -1,10 +1,15 @@
 import type { FailureReason } from '../agent/types.js';
+import { formatWait, nextUtcMidnight } from '../access/utc-day.js';
 
 export interface HonestDetail {
   maxSteps?: number;
   runTimeoutMs?: number;
   /** What the turn's journal shows was already done (one short line each), for worker_crashed. */
   done?: readonly string[];
+  /** USER_DAILY_TOKENS, for budget. */
+  dailyTokens?: number;
+  /** When the line is written (budget says how long until the reset). */
+  now?: number;
 }
 
 /** The one line a user reads when a run did not complete. Never blames the user; says what to do. */
@@ -29,6 +34,8 @@ export function honestLine(reason: FailureReason | undefined, detail: HonestDeta
       return 'I could not process this message: every attempt crashed before doing anything, so I gave up on it. Please send it again.';
     case 'run_timeout':
       return `I stopped: this took longer than ${limitText(detail.runTimeoutMs)}. Ask me to continue, or narrow the request.`;
+    case 'budget':
+      return budgetLine(detail.dailyTokens, detail.now ?? Date.now());
     default:
       return 'The run failed for an unknown reason.';
   }
@@ -37,4 +44,10 @@ export function honestLine(reason: FailureReason | undefined, detail: HonestDeta
 function limitText(ms: number | undefined): string {
   if (ms === undefined) return 'the time limit';
   return ms < 60_000 ? `the ${Math.max(1, Math.round(ms / 1000))}-second limit` : `the ${Math.round(ms / 60_000)}-minute limit`;
+}
+
+/** When the budget comes back is what the person needs; how it is configured is not theirs to read. */
+export function budgetLine(dailyTokens: number | undefined, now: number): string {
+  const amount = dailyTokens === undefined ? '' : ` (${dailyTokens.toLocaleString('en-US')} tokens)`;
+  return `You have used today's token budget${amount}; it resets at 00:00 UTC, in ${formatWait(nextUtcMidnight(now) - now)}.`;
 }

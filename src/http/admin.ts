@@ -17,6 +17,9 @@ import { runViewPath, type RunStore } from '../queue/run-record.js';
 import { ADMIN_COOKIE, adminCookieValue, adminGuard, presentsToken } from './auth.js';
 import { escapeHtml, page } from './html.js';
 import { renderRunView } from './run-view.js';
+import { pairingRouter } from './pairing-api.js';
+import type { PairingAdmin } from '../access/pairing-admin.js';
+import { boardApiGuard } from './query-guard.js';
 
 export interface AdminDeps {
   token: string | undefined;
@@ -29,6 +32,7 @@ export interface AdminDeps {
   producer: Producer;
   runs: RunStore;
   metrics: Metrics;
+  pairing: PairingAdmin;
   log: Logger;
 }
 
@@ -54,7 +58,7 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'Switchboard' } },
   });
-  app.use(DASHBOARD, ...guard, board.getRouter());
+  app.use(DASHBOARD, ...guard, boardApiGuard(), board.getRouter());
 
   app.get('/admin/jobs/:id', ...guard, async (req, res) => {
     const job = await deps.queue.getJob(String(req.params.id));
@@ -105,6 +109,7 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
     await deps.queue.resume();
     res.json({ paused: false });
   });
+  api.use('/pairing', pairingRouter(deps.pairing, writable));
   app.use('/admin/api', ...guard, api);
 
   mountMetrics(app, deps.metrics, deps.metricsPublic ? [] : guard);

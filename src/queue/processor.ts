@@ -148,7 +148,10 @@ async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, h
 /** The answer, or the honest line of how the run ended (naming what was done, when it crashed mid-way). */
 function replyText(deps: RunDeps, outcome: RunOutcome, journal: TurnJournal): string {
   if (outcome.state === 'completed') return outcome.answer!;
-  return honestLine(outcome.reason, { maxSteps: deps.limits.maxSteps, runTimeoutMs: deps.runTimeoutMs, done: doneSoFar(journal.recorded) });
+  return honestLine(outcome.reason, {
+    maxSteps: deps.limits.maxSteps, runTimeoutMs: deps.runTimeoutMs, done: doneSoFar(journal.recorded), now: Date.now(),
+    ...(deps.tokenBudget && { dailyTokens: deps.tokenBudget.limit }),
+  });
 }
 
 /** Delivers through the journal's ledger; a reply the platform refused for good is written down as such. */
@@ -175,7 +178,9 @@ async function deliverPending(ctx: RunContext, raw: string, journal: string[]): 
 function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'reset' | 'keep'; entry: string } {
   if (turn.kind === 'reset') return { mode: 'reset', entry: '' };
   if (outcome.state === 'completed') return { mode: 'append', entry: JSON.stringify(compactTurn(outcome.transcript, HISTORY_TOOL_RESULT_CHARS)) };
-  const users = turn.taken.map((c) => toUserMessage(c.message));
+  // The user messages as the model read them (a long one cut, with where it is saved), when it read any.
+  const read = outcome.transcript.filter((m) => m.role === 'user');
+  const users = read.length > 0 ? read : turn.taken.map((c) => toUserMessage(c.message));
   const note: ChatMessage = { role: 'assistant', content: `(No answer was given to this: the run ended ${outcome.state}, ${outcome.reason}.)` };
   return { mode: 'append', entry: JSON.stringify([...users, note]) };
 }

@@ -9,7 +9,7 @@ import { forDisplay, jobName } from './job-data.js';
 /** How long a platform event id is remembered for de-duplication of redeliveries. */
 export const SEEN_TTL_SECONDS = 24 * 3600;
 
-export type EnqueueResult = { status: 'queued'; session: string; position: number } | { status: 'duplicate'; session: string };
+export type EnqueueResult = { status: 'queued'; session: string; position: number } | { status: 'duplicate' | 'full'; session: string };
 
 /**
  * The gateway's half of the queue. The message is appended to its session's inbox and marked
@@ -28,7 +28,8 @@ export class Producer {
     this.redis = withSessionScripts(redis);
   }
 
-  async enqueue(message: InboundMessage): Promise<EnqueueResult> {
+  /** `maxWaiting`: refuse (status `full`) when the session already has this many messages waiting; 0 or absent: no cap. */
+  async enqueue(message: InboundMessage, maxWaiting = 0): Promise<EnqueueResult> {
     const session = sessionKeyOf(message);
     const k = this.keys;
     const position = await this.redis.sbEnqueue(
@@ -39,7 +40,9 @@ export class Producer {
       JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? value.toWellFormed() : value)),
       SEEN_TTL_SECONDS,
       session,
+      maxWaiting,
     );
+    if (position === -2) return { status: 'full', session };
     if (position < 0) return { status: 'duplicate', session };
     await addRunJob(this.queue, jobName(message), { v: 1, session, trigger: forDisplay(message) });
     return { status: 'queued', session, position };

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { AgentLimits, ModelClient } from '../agent/types.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import type { Logger } from '../log.js';
+import type { TokenBudget } from '../access/token-budget.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ActiveRuns } from './active-runs.js';
 import type { RunJobData, RunResult } from './job-data.js';
@@ -27,6 +28,10 @@ export interface RunDeps {
   foldMax: number;
   workspaceRoot: string;
   attachmentMaxBytes: number;
+  /** A longer message text is saved in the workspace and the model reads its beginning and where it is. */
+  messageMaxChars: number;
+  /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */
+  tokenBudget?: TokenBudget;
   /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
   runTimeoutMs: number;
   /** Which tools the conversation gets and which wait for approval. */

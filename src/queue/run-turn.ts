@@ -14,6 +14,8 @@ import { FencedError } from './session-store.js';
 import { FENCE } from './scripts.js';
 import { resolveApprovals } from './approval-step.js';
 import { toUserMessage, type Turn } from './turn.js';
+import { fitMessages } from './long-message.js';
+import { allowanceFor } from './token-allowance.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
 
@@ -66,6 +68,8 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     progress.start();
     const messages = turn.taken.map((c) => c.message);
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
+    const shown = await fitMessages(workspace, messages, deps.messageMaxChars, log);
+    const budget = allowanceFor(ctx, to);
     const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
     const outcome = await runAgent({
       model: deps.model,
@@ -73,7 +77,8 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       needsApproval: (name) => deps.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       system: deps.system,
       history,
-      input: messages.map((m) => toUserMessage(m, saved)),
+      input: shown.map((m) => toUserMessage(m, saved)),
+      ...(budget && { budget }),
       limits: deps.limits,
       signal,
       suspend: controls.suspend.signal,

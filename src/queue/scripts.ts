@@ -13,10 +13,13 @@ export const FENCE = { lockLost: -1, notOwner: -2, headChanged: -3 } as const;
 /** The claim's codes besides a lock lost and a claimed turn (1): nothing to do, another live run owns the session. */
 export const CLAIMED = { empty: 0, busy: -2 } as const;
 
-// KEYS: seen, inbox, pending   ARGV: message JSON, seen TTL seconds, session key
-// → the inbox length, or -1 (a duplicate event)
+// KEYS: seen, inbox, pending   ARGV: message JSON, seen TTL seconds, session key, most waiting messages (0: no cap)
+// → the inbox length, -1 (a duplicate event) or -2 (the inbox is full: not queued, not marked seen)
 const ENQUEUE = `
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+local max = tonumber(ARGV[4])
+if max > 0 and redis.call('LLEN', KEYS[2]) >= max then return -2 end
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[2])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[3])
 return redis.call('LLEN', KEYS[2])
@@ -134,7 +137,7 @@ return 1
 `;
 
 export interface SessionScripts {
-  sbEnqueue(seen: string, inbox: string, pending: string, message: string, ttl: number, session: string): Promise<number>;
+  sbEnqueue(seen: string, inbox: string, pending: string, message: string, ttl: number, session: string, max: number): Promise<number>;
   sbClaim(...args: (string | number)[]): Promise<(string | number)[]>;
   sbJournal(...args: string[]): Promise<number>;
   sbCommit(...args: (string | number)[]): Promise<number>;

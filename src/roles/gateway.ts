@@ -15,6 +15,12 @@ import { mountAdmin } from '../http/admin.js';
 import { RunStore } from '../queue/run-record.js';
 import { ApprovalDesk } from '../queue/approvals.js';
 import { toolServerProblems } from '../queue/tool-servers.js';
+import { AccessGate } from '../access/gate.js';
+import { PairingStore } from '../access/pairing-store.js';
+import { UserRateLimit } from '../access/rate-limit.js';
+import { warnOpenDoors } from '../access/warnings.js';
+import { PairingAdmin } from '../access/pairing-admin.js';
+import { outboundNotify } from '../access/notify.js';
 
 export interface GatewayRole extends Role {
   server: Server;
@@ -45,7 +51,11 @@ export async function startGatewayRole(
   const producer = new Producer(redis, queue, keys);
   const approvals = new ApprovalDesk(redis, keys, queue, config.approvals.approvers);
   const control = new SessionControl(redis, keys, approvals);
-  const intake = new Intake(producer, control, log, metrics);
+  const pairing = new PairingStore(redis, config.queue.prefix);
+  const rate = config.limits.userRatePerMinute > 0 ? new UserRateLimit(redis, config.queue.prefix, config.limits.userRatePerMinute) : undefined;
+  const gate = new AccessGate(config.access, pairing, rate, log.child({ part: 'access' }), metrics);
+  const intake = new Intake(producer, control, log, { gate, answered: { redis, prefix: config.queue.prefix }, queueMax: config.limits.sessionQueueMax, metrics });
+  warnOpenDoors(config, log);
   metrics.queueDepth(() => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'));
   const app = createHttpApp();
   const drainSwitch = mountDrainSwitch(app);
@@ -62,6 +72,7 @@ export async function startGatewayRole(
     producer,
     runs: new RunStore(redis, config.queue.prefix),
     metrics,
+    pairing: new PairingAdmin(pairing, outboundNotify(config, redis, log), log.child({ part: 'pairing' })),
     log,
   });
   for (const entry of CHANNELS) {

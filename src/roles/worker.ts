@@ -24,6 +24,7 @@ import type { Workspace } from '../tools/workspace.js';
 import { forgetToolServers, reportToolServers, REPORT_EVERY_MS } from '../queue/tool-servers.js';
 import { Metrics } from '../metrics/metrics.js';
 import { countedOutbound } from '../metrics/counted-outbound.js';
+import { TokenBudget } from '../access/token-budget.js';
 
 export interface Role {
   /** `force`: leave active runs to be picked up by another worker instead of waiting for them. */
@@ -79,6 +80,8 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     foldMax: config.queue.foldMax,
     workspaceRoot: config.workspaceRoot,
     attachmentMaxBytes: config.attachmentMaxBytes,
+    messageMaxChars: config.limits.messageMaxChars,
+    ...(config.limits.userDailyTokens !== undefined && { tokenBudget: new TokenBudget(redis, config.queue.prefix, config.limits.userDailyTokens) }),
     outbound,
     log,
     metrics,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runAgent } from '../../src/agent/loop.js';
 import { createOpenAIModel } from '../../src/agent/openai-model.js';
-import type { AgentEvent, AgentLimits, ChatMessage, RunOutcome, StepJournal } from '../../src/agent/types.js';
+import type { AgentEvent, AgentLimits, ChatMessage, RunOutcome, StepJournal, TokenAllowance } from '../../src/agent/types.js';
 import { buildTools } from '../../src/tools/index.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import type { Tool } from '../../src/tools/types.js';
@@ -30,6 +30,7 @@ export interface RunOptions {
   timeoutMs?: number;
   journal?: StepJournal;
   suspend?: AbortSignal;
+  budget?: TokenAllowance;
   onEvent?: (e: AgentEvent) => void;
 }
 
@@ -71,6 +72,7 @@ export async function startHarness(files: Record<string, string> = {}): Promise<
         signal: opts.signal ?? new AbortController().signal,
         ...(opts.journal && { journal: opts.journal }),
         ...(opts.suspend && { suspend: opts.suspend }),
+        ...(opts.budget && { budget: opts.budget }),
         onEvent: (e) => {
           events.push(e);
           opts.onEvent?.(e);

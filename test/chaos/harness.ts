@@ -92,6 +92,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     WORKSPACE_ROOT: root,
     TELEGRAM_BOT_TOKEN: TOKEN,
     TELEGRAM_API_ROOT: tg.apiRoot,
+    DM_POLICY: 'open',
+    USER_RATE_LIMIT: '0',
     PORT: '0',
     LOG_LEVEL: 'info',
     LOCK_DURATION_MS: String(LOCK_MS),

@@ -103,6 +103,8 @@ export interface FakeDiscordOptions {
   heartbeatIntervalMs?: number;
   /** READY waits for releaseReady(). */
   holdReady?: boolean;
+  /** The bot token it accepts (BOT_TOKEN unless a test brings its own). */
+  token?: string;
 }
 
 type Route = { method: string; re: RegExp; auth: boolean; handle: (m: RegExpExecArray, req: RecordedRequest) => Reply | Promise<Reply> };
@@ -111,6 +113,7 @@ type Reply = { status: number; body?: unknown; raw?: Buffer; headers?: Record<st
 export type FakeDiscord = Awaited<ReturnType<typeof startFakeDiscord>>;
 
 export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
+  const botToken = options.token ?? BOT_TOKEN;
   const ids = {
     app: snowflake(),
     guild: snowflake(),
@@ -440,7 +443,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       if (r.method !== req.method) continue;
       const m = r.re.exec(req.path);
       if (!m) continue;
-      if (r.auth && req.auth !== `Bot ${BOT_TOKEN}`) return err(401, '401: Unauthorized');
+      if (r.auth && req.auth !== `Bot ${botToken}`) return err(401, '401: Unauthorized');
       const failure = failures.find((f) => f.method === req.method && f.path.test(req.path) && (f.when?.(req) ?? true));
       if (failure && !failure.afterWork) return consume(failure);
       const reply = await r.handle(m, req);
@@ -531,7 +534,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
           break;
         case 2: {
           gateway.identifies.push(p.d);
-          if (p.d?.token !== BOT_TOKEN) return ws.close(4004, 'Authentication failed.');
+          if (p.d?.token !== botToken) return ws.close(4004, 'Authentication failed.');
           const intents = Number(p.d.intents);
           if (!Number.isInteger(intents) || intents < 0) return ws.close(4013, 'Invalid intent(s).');
           if ((intents & PRIVILEGED_INTENTS & MESSAGE_CONTENT_INTENT) && options.messageContentAllowed === false) return ws.close(4014, 'Disallowed intent(s).');
@@ -541,7 +544,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
         }
         case 6: {
           gateway.resumes.push(p.d);
-          if (p.d?.token !== BOT_TOKEN) return ws.close(4004, 'Authentication failed.');
+          if (p.d?.token !== botToken) return ws.close(4004, 'Authentication failed.');
           if (p.d.session_id !== gateway.sessionId) return sendOp(ws, { op: 9, d: false });
           gateway.active = ws;
           for (const e of gateway.log.filter((x) => x.s > Number(p.d.seq))) ws.send(JSON.stringify({ op: 0, ...e }));
@@ -599,7 +602,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
 
   return {
     ids,
-    token: BOT_TOKEN,
+    token: botToken,
     /** DISCORD_API_URL: the REST base discord.js calls `rest.api`. */
     apiUrl: `${base}/api`,
     base,
@@ -609,7 +612,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     commands,
     gateway,
     env(extra: Record<string, string> = {}): Record<string, string> {
-      return { DISCORD_TOKEN: BOT_TOKEN, DISCORD_APPLICATION_ID: ids.app, DISCORD_API_URL: `${base}/api`, ...extra };
+      return { DISCORD_TOKEN: botToken, DISCORD_APPLICATION_ID: ids.app, DISCORD_API_URL: `${base}/api`, ...extra };
     },
     /** Requests matching method and path (a RegExp on the path after /api/v10). */
     calls(method: string, path: RegExp): RecordedRequest[] {

@@ -97,7 +97,9 @@ export interface FakeSlack {
   close(): Promise<void>;
 }
 
-export async function startFakeSlack(): Promise<FakeSlack> {
+/** `botToken`: the bot token it accepts (BOT_TOKEN unless a test brings its own). */
+export async function startFakeSlack(options: { botToken?: string } = {}): Promise<FakeSlack> {
+  const botToken = options.botToken ?? BOT_TOKEN;
   const calls: Call[] = [];
   const messages: FakeMessage[] = [];
   const ephemerals: FakeEphemeral[] = [];
@@ -151,7 +153,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       call.error = failure.error;
       return send(res, 200, { ok: false, error: failure.error });
     }
-    const expected = method === 'apps.connections.open' ? APP_TOKEN : BOT_TOKEN;
+    const expected = method === 'apps.connections.open' ? APP_TOKEN : botToken;
     const body = !token ? { ok: false, error: 'not_authed' } : token !== expected ? { ok: false, error: 'invalid_auth' } : handle(method, params);
     if (body.ok === false) call.error = String(body.error);
     if (failure && 'drop' in failure) {
@@ -244,7 +246,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     fileRequests.push({ path, authorization });
     const id = path.split('/')[2] ?? '';
     const entry = files.get(id);
-    if (authorization !== `Bearer ${BOT_TOKEN}`) {
+    if (authorization !== `Bearer ${botToken}`) {
       // Slack's answer to a file request without a valid token (or without files:read): its sign-in page.
       const html = '<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>';
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });

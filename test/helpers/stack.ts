@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { parseEnv } from '../../src/config/load.js';
 import { deriveConfig, type Config } from '../../src/config/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { startGatewayRole } from '../../src/roles/gateway.js';
 import { startWorkerRole, type Role } from '../../src/roles/worker.js';
@@ -33,9 +33,9 @@ export interface Stack {
 /**
  * The real gateway and worker roles in this process, against real Redis (a prefix of the
  * test's own), a fake model, and whatever platform fakes `env` points at. LOG_LEVEL=debug
- * TEST_LOG=1 shows the logs.
+ * TEST_LOG=1 shows the logs; `options.log` takes them instead (a test that reads them).
  */
-export async function startStack(name: string, env: Record<string, string>): Promise<Stack> {
+export async function startStack(name: string, env: Record<string, string>, options: { log?: Logger } = {}): Promise<Stack> {
   const fake = await startFakeOpenAI();
   const workspaceRoot = await mkdtemp(join(tmpdir(), `sb-${name}-`));
   const redisUrl = env.REDIS_URL ?? REDIS_URL;
@@ -50,10 +50,12 @@ export async function startStack(name: string, env: Record<string, string>): Pro
       WORKSPACE_ROOT: workspaceRoot,
       LOCK_DURATION_MS: '5000',
       STALLED_INTERVAL_MS: '5000',
+      // Pipeline tests talk as strangers; access control has its own tests (test/access).
+      DM_POLICY: 'open',
       ...env,
     }),
   );
-  const log = createLogger(process.env.TEST_LOG ? (process.env.LOG_LEVEL ?? 'debug') : 'silent');
+  const log = options.log ?? createLogger(process.env.TEST_LOG ? (process.env.LOG_LEVEL ?? 'debug') : 'silent');
   const metrics = new Metrics();
   const worker = await startWorkerRole(config, redisUrl, log.child({ role: 'worker' }), { metrics });
   const gateway = await startGatewayRole(config, redisUrl, log.child({ role: 'gateway' }), { metrics });

@@ -27,7 +27,8 @@ describe('/readyz and an MCP server that does not start', () => {
   });
 
   it('/status names it too', async () => {
-    const { reply } = await stack.gateway.intake.command('status', 'terminal:someone');
-    expect(reply).toMatch(/Tools unavailable: mcp server tracker: not connected on 1 worker\(s\)/);
+    const message = { v: 1 as const, id: 'm1', platform: 'terminal', conversation: 'someone', sender: { id: 'me' }, text: '/status', attachments: [], eventId: 'e1', receivedAt: Date.now() };
+    const result = await stack.gateway.intake.accept(message);
+    expect(result.kind === 'command' && result.reply).toMatch(/Tools unavailable: mcp server tracker: not connected on 1 worker\(s\)/);
   });
 });

@@ -163,7 +163,7 @@ describe('progressLine', () => {
 });
 
 describe('honestLine', () => {
-  const REASONS: FailureReason[] = ['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed', 'run_timeout'];
+  const REASONS: FailureReason[] = ['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed', 'run_timeout', 'budget'];
 
   it('has a distinct, non-empty, single line for every failure reason', () => {
     const lines = REASONS.map((r) => honestLine(r, { maxSteps: 20 }));

@@ -5,10 +5,10 @@ import { cardOf, type ApprovalDesk, type DecideResult } from '../../queue/approv
 import { decidedText } from './approval-card.js';
 import { parseApprovalCustomId } from './approval-data.js';
 import { unknownCommandText } from '../commands.js';
-import type { Intake } from '../intake.js';
+import { replyOf, type Intake } from '../intake.js';
 import { sessionKeyOf } from '../session-key.js';
 import type { InboundMessage, OutboundAdapter } from '../types.js';
-import { INTERACTION_TOKEN_MS, interactionKey, interactionOf } from './ids.js';
+import { interactionKey, interactionOf, tokenLifeLeftMs } from './ids.js';
 import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
 import { buttonView, commandView, messageView } from './views.js';
@@ -44,8 +44,8 @@ export class DiscordHandlers {
     const inbound = gate.message;
     log.debug({ eventId: inbound.eventId, text: inbound.text }, 'message text');
     try {
-      const result = await this.deps.intake.accept(inbound, bot.name);
-      if (result.kind === 'command') await this.deps.out.post(inbound, result.reply, 'answer');
+      const reply = replyOf(await this.deps.intake.accept(inbound, bot.name));
+      if (reply !== undefined) await this.deps.out.post(inbound, reply, 'answer');
     } catch (err) {
       log.error({ err: safeError(err), eventId: inbound.eventId }, 'could not take a Discord message');
       await this.deps.out.post(inbound, QUEUE_FAILED, 'notice').catch((e: unknown) => log.warn({ err: safeError(e) }, 'could not tell the user'));
@@ -65,9 +65,10 @@ export class DiscordHandlers {
         case 'stop':
         case 'status':
         case 'help': {
-          const { reply } = await intake.command(view.name, session);
-          log.info({ session, eventId: view.id, command: view.name }, 'slash command');
-          return void (await ephemeral(interaction, reply));
+          const result = await intake.accept(normaliseCommand(view, Date.now()), botName);
+          log.info({ session, eventId: view.id, command: view.name, result: result.kind }, 'slash command');
+          const reply = replyOf(result);
+          return void (await ephemeral(interaction, reply ?? 'Already answered.'));
         }
         default:
           return void (await ephemeral(interaction, unknownCommandText(view.name)));
@@ -117,10 +118,23 @@ export class DiscordHandlers {
       log.warn({ err: safeError(err), eventId: message.eventId }, 'could not defer the slash command');
     }
     log.debug({ eventId: message.eventId, text: message.text }, 'slash command text');
-    // Kept for the token's life, so a turn that folds this command into a later one can still point its response at the answer.
-    await redis.set(interactionKey(prefix, message.id), JSON.stringify(interactionOf(message)), 'PX', INTERACTION_TOKEN_MS);
+    // Kept for what is left of the token's life (a credential: not a moment longer), so a turn that folds this command into a later one can still point its response at the answer.
+    const ref = interactionOf(message);
+    const lifeMs = ref ? tokenLifeLeftMs(ref, Date.now()) : 0;
+    if (lifeMs > 0) await redis.set(interactionKey(prefix, message.id), JSON.stringify(ref), 'PX', lifeMs);
     const result = await intake.accept(message, botName);
+    if (result.kind === 'refused') {
+      // Nothing will answer through this interaction: its token (a credential) leaves Redis now.
+      await redis.del(interactionKey(prefix, message.id));
+      return this.refused(interaction, result.reply);
+    }
     if (result.kind === 'command') await out.post(message, result.reply, 'answer');
+  }
+
+  /** A refusal is for the person who asked only: the deferred (public) answer goes, an ephemeral one says why. */
+  private async refused(interaction: ChatInputCommandInteraction, reply: string | undefined): Promise<void> {
+    await interaction.deleteReply().catch((err: unknown) => this.deps.log.warn({ err: safeError(err) }, 'could not remove the deferred answer'));
+    if (reply !== undefined) await interaction.followUp({ content: reply, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
   }
 }
 

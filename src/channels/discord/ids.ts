@@ -43,6 +43,11 @@ export function interactionOf(message: InboundMessage): InteractionRef | undefin
   return { id: message.eventId, token: meta.interactionToken, applicationId: meta.applicationId, userId: meta.userId };
 }
 
+/** How much longer the interaction's token is valid at `now`, ms (0 or less: it has expired). */
+export function tokenLifeLeftMs(ref: Pick<InteractionRef, 'id'>, now: number): number {
+  return snowflakeTime(ref.id) + INTERACTION_TOKEN_MS - now;
+}
+
 /** The interaction's token can still be used at `now` (it lives 15 minutes from the interaction). */
 export function tokenAlive(ref: Pick<InteractionRef, 'id'>, now: number): boolean {
   return now < snowflakeTime(ref.id) + INTERACTION_TOKEN_MS - TOKEN_MARGIN_MS;

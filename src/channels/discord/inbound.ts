@@ -14,6 +14,8 @@ export interface MessageView {
   channelId: string;
   /** Absent in DMs. */
   guildId?: string;
+  /** A thread's parent channel (an ALLOWED_CHANNELS entry naming the channel covers its threads). */
+  parentId?: string;
   author: { id: string; name: string; bot: boolean };
   content: string;
   /** A join, pin or other system message. */
@@ -61,6 +63,7 @@ export function normaliseMessage(view: MessageView, bot: BotIdentity, now: numbe
       platform: 'discord',
       conversation: view.channelId,
       sender: { id: view.author.id, name: view.author.name },
+      where: whereOf(view),
       text,
       attachments,
       eventId: view.id,
@@ -69,6 +72,12 @@ export function normaliseMessage(view: MessageView, bot: BotIdentity, now: numbe
       meta: view.guildId === undefined ? { dm: '1' } : { guildId: view.guildId },
     },
   };
+}
+
+/** A DM, or a guild channel named by itself, its parent channel (a thread) and its guild. */
+export function whereOf(view: { channelId: string; guildId?: string; parentId?: string }): NonNullable<InboundMessage['where']> {
+  if (view.guildId === undefined) return { kind: 'dm' };
+  return { kind: 'group', ids: [view.channelId, ...(view.parentId !== undefined ? [view.parentId] : []), view.guildId] };
 }
 
 /** The text without the bot's own mention (user or managed role); other users' mentions read as @name. */
@@ -89,6 +98,7 @@ export interface CommandView {
   prompt?: string;
   channelId: string;
   guildId?: string;
+  parentId?: string;
   user: { id: string; name: string };
 }
 
@@ -98,16 +108,18 @@ export function commandSession(view: Pick<CommandView, 'channelId'>): { platform
 }
 
 /**
- * /ask (its prompt) and /reset (the text '/reset', which the intake queues in order with the
- * session's messages) as a normalised message answered through the interaction's webhook.
+ * A slash command as a normalised message answered through the interaction's webhook: /ask is
+ * its prompt, the chat commands are their text (`/reset`, `/stop`, …), which the intake acts on
+ * or queues in order with the session's messages.
  */
 export function normaliseCommand(view: CommandView, now: number): InboundMessage {
-  const text = view.name === 'reset' ? '/reset' : (view.prompt ?? '').trim();
+  const text = view.name === 'ask' ? (view.prompt ?? '').trim() : `/${view.name}`;
   return {
     v: 1,
     id: messageIdOf(view.id),
     ...commandSession(view),
     sender: { id: view.user.id, name: view.user.name },
+    where: whereOf(view),
     text,
     attachments: [],
     eventId: view.id,

@@ -151,7 +151,9 @@ export class DiscordOutbound implements OutboundAdapter {
 
   /**
    * Slash commands folded into this turn before its last message still show "is thinking…":
-   * their deferred responses now point at the answer below (or say how the turn ended).
+   * their deferred responses now point at the answer below (or say how the turn ended). Then the
+   * turn's interactions are forgotten: the reply is final, and a token is not kept past its use
+   * (a redelivered reply finds them gone and only skips these edits, which were made already).
    */
   async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
     this.gone.delete(to.eventId);
@@ -164,6 +166,7 @@ export class DiscordOutbound implements OutboundAdapter {
       if (!this.usable(ref)) continue;
       await this.hook(ref, () => this.editOriginal(ref, foldedNote(outcome))).catch((err: unknown) => this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not point a folded slash command at its answer'));
     }
+    if (outcome.messageIds.length > 0) await this.redis.del(...outcome.messageIds.map((id) => interactionKey(this.prefix, id)));
   }
 
   private usable(ref: InteractionRef): boolean {

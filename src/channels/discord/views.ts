@@ -23,6 +23,7 @@ export function messageView(message: Message): MessageView {
     id: message.id,
     channelId: message.channelId,
     ...(message.guildId && { guildId: message.guildId }),
+    ...(message.channel.isThread() && message.channel.parentId && { parentId: message.channel.parentId }),
     author: { id: message.author.id, name: nameOf(message.author, message.member?.displayName), bot: message.author.bot },
     content: message.content,
     system: message.system,
@@ -47,6 +48,7 @@ export function commandView(interaction: ChatInputCommandInteraction): CommandVi
     ...(prompt !== null && { prompt }),
     channelId: interaction.channelId,
     ...(interaction.guildId && { guildId: interaction.guildId }),
+    ...(interaction.channel?.isThread() && interaction.channel.parentId && { parentId: interaction.channel.parentId }),
     user: { id: interaction.user.id, name: nameOf(interaction.user, displayName) },
   };
 }

@@ -1,12 +1,12 @@
 import type { ChannelHealth, GatewayContext } from '../contract.js';
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
-import { sessionKeyOf } from '../session-key.js';
+import { replyOf } from '../intake.js';
 import type { InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
 import { APPROVAL_ACTION_IDS } from './approval-data.js';
 import { decideClick, type SlackBlockActions, type SlackButtonAction } from './approvals.js';
-import { commandReplyKey, engagedThreadKey } from './ids.js';
+import { engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
 import { slackCommandSchema, slackMessageEventSchema } from './payload-schema.js';
@@ -17,8 +17,6 @@ import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transpor
 export const ASK_COMMAND = '/ask';
 const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`, `/ask stop`, `/ask reset`.';
 const IDENTITY_RETRY_MS = [1_000, 5_000, 15_000, 60_000];
-/** As long as the producer remembers queued events. */
-const COMMAND_REPLY_TTL_SECONDS = 24 * 3600;
 
 interface Identity {
   userId: string;
@@ -163,10 +161,8 @@ export class SlackGateway {
     log.debug({ text: message.text }, 'slack message');
     const result = await this.ctx.intake.accept(message);
     log.info({ eventId: message.eventId, session: result.session, trigger: trigger.kind, result: result.kind }, 'slack event');
-    if (result.kind !== 'command') return;
-    const first = await this.ctx.redis.set(commandReplyKey(this.ctx.prefix, message.eventId), '1', 'EX', COMMAND_REPLY_TTL_SECONDS, 'NX');
-    if (first === 'OK') this.replyDetached(message, result.reply);
-    else log.info({ eventId: message.eventId }, 'command already answered');
+    const reply = replyOf(result);
+    if (reply !== undefined) this.replyDetached(message, reply);
   }
 
   /** /ask: the text of the ephemeral acknowledgement. */
@@ -178,22 +174,17 @@ export class SlackGateway {
       return ASK_USAGE;
     }
     const request = parseAsk(payload.text);
-    const session = sessionKeyOf({ platform: 'slack', conversation: payload.channel_id });
-    const log = this.ctx.log.child({ command: ASK_COMMAND, channel: payload.channel_id, session });
+    const log = this.ctx.log.child({ command: ASK_COMMAND, channel: payload.channel_id });
     log.info({ request: request.kind === 'command' ? request.name : request.kind }, 'slack command');
-    switch (request.kind) {
-      case 'usage':
-        return ASK_USAGE;
-      case 'command':
-        if (request.name !== 'reset') return (await this.ctx.intake.command(request.name, session)).reply;
-        await this.ctx.intake.accept(askToInbound(payload, '/reset', Date.now()));
-        return 'Resetting this conversation…';
-      case 'question': {
-        const result = await this.ctx.intake.accept(askToInbound(payload, payload.text.trim(), Date.now()));
-        if (result.kind === 'command') return result.reply;
-        return result.kind === 'queued' ? 'Working on it — the answer will appear here.' : 'Already received.';
-      }
-    }
+    if (request.kind === 'usage') return ASK_USAGE;
+    // `/ask stop` is the chat command /stop: the intake checks access, then acts or queues it like any message.
+    const text = request.kind === 'command' ? `/${request.name}` : payload.text.trim();
+    const result = await this.ctx.intake.accept(askToInbound(payload, text, Date.now()));
+    log.info({ session: result.session, result: result.kind }, 'slack command taken');
+    const reply = replyOf(result);
+    if (reply !== undefined) return reply;
+    if (result.kind === 'duplicate') return 'Already received.';
+    return request.kind === 'command' ? 'Resetting this conversation…' : 'Working on it — the answer will appear here.';
   }
 
   /**

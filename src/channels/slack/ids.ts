@@ -38,11 +38,3 @@ export function isDirect(channel: string, channelType?: string): boolean {
 export function engagedThreadKey(prefix: string, channel: string, thread: string): string {
   return `${prefix}:slack:engaged:${channel}:${thread}`;
 }
-
-/**
- * A chat command answered at once (not queued, so not de-duplicated by the producer): its reply
- * is posted only by the first copy of the message (a retry or the app_mention + message twin).
- */
-export function commandReplyKey(prefix: string, eventId: string): string {
-  return `${prefix}:slack:command:${eventId}`;
-}

@@ -10,8 +10,8 @@ import { telegramMessageSchema } from './update-schema.js';
 import { malformed } from '../payload.js';
 import { refusalText } from '../../delivery/approval-card.js';
 import type { Logger } from '../../log.js';
-import type { IntakeResult } from '../intake.js';
-import { COMMANDS, parseCommand } from '../commands.js';
+import { replyOf, type IntakeResult } from '../intake.js';
+import { COMMANDS } from '../commands.js';
 import type { InboundMessage } from '../types.js';
 import { CLOUD_DOWNLOAD_LIMIT } from './download.js';
 import { describeTelegramError, grammySignal, redactNetworkErrors, sleep, withTelegramRetries } from './errors.js';
@@ -27,7 +27,6 @@ export interface TelegramSettings {
   apiRoot: string | undefined;
   webhookUrl: string | undefined;
   webhookSecret: string | undefined;
-  allowedUsers: string[] | undefined;
 }
 
 /** What the Telegram gateway half uses of the gateway (a narrow view of its GatewayContext). */
@@ -90,9 +89,6 @@ export class TelegramChannel {
   }
 
   start(): Promise<void> {
-    if (this.deps.settings.allowedUsers === undefined) {
-      this.log.warn('TELEGRAM_ALLOWED_USERS is not set: anyone who finds this bot can use it');
-    }
     this.stopping = new AbortController();
     this.status = { connected: false, detail: 'connecting to Telegram (getMe)' };
     this.starting = this.connect().catch((err: unknown) => {
@@ -186,7 +182,7 @@ export class TelegramChannel {
       return;
     }
     const cap = this.deps.settings.apiRoot ? this.deps.attachmentMaxBytes : Math.min(this.deps.attachmentMaxBytes, CLOUD_DOWNLOAD_LIMIT);
-    const n = normaliseMessage(msg, { me, allowedUsers: this.deps.settings.allowedUsers, maxBytes: cap, now: Date.now(), newId: randomUUID });
+    const n = normaliseMessage(msg, { me, maxBytes: cap, now: Date.now(), newId: randomUUID });
     if (n.kind === 'ignore') {
       this.log.debug({ updateId, chat: msg.chat.id, reason: n.reason }, 'telegram message ignored');
       return;
@@ -198,12 +194,8 @@ export class TelegramChannel {
       return;
     }
     this.log.debug({ updateId, eventId: message.eventId, trigger: n.trigger, text: message.text }, 'telegram message');
-    const parsed = parseCommand(message.text, me.username);
-    const immediate = parsed !== null && ('unknown' in parsed || parsed.name !== 'reset');
-    // An immediate command is not queued, so the queue's duplicate check cannot catch its redelivery.
-    if (immediate && !(await this.firstAnswer(message.eventId))) return;
-    const result = await this.deps.intake.accept(message, me.username);
-    if (result.kind === 'command') this.reply(message, result.reply);
+    const reply = replyOf(await this.deps.intake.accept(message, me.username));
+    if (reply !== undefined) this.reply(message, reply);
   }
 
   /**

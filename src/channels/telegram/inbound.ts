@@ -10,8 +10,6 @@ export interface BotIdentity {
 
 export interface NormaliseOptions {
   me: BotIdentity;
-  /** User ids or usernames (without @, any case); undefined lets everyone in. */
-  allowedUsers?: readonly string[] | undefined;
   /** Largest file the bot will fetch (Telegram's own cap included). */
   maxBytes: number;
   now: number;
@@ -21,12 +19,12 @@ export interface NormaliseOptions {
 /**
  * What to do with one incoming Telegram message:
  * - `ignore`: not for us (a group message that does not address the bot, another bot, …);
- * - `refuse`: for us, but answered at once with `reply` and not queued (not allowed, too large, empty);
+ * - `refuse`: for us, but answered at once with `reply` and not queued (too large, empty);
  * - `message`: the normalised message for the intake.
  */
 export type Normalised =
   | { kind: 'ignore'; reason: string }
-  | { kind: 'refuse'; reason: 'not_allowed' | 'too_large' | 'empty'; reply: string; message: InboundMessage }
+  | { kind: 'refuse'; reason: 'too_large' | 'empty'; reply: string; message: InboundMessage }
   | { kind: 'message'; message: InboundMessage; trigger: Trigger };
 
 /** Why a message reached the bot. */
@@ -39,8 +37,8 @@ const TELEGRAM_SERVICE_USER = 777000;
 export const ASK_COMMAND = 'ask';
 
 /**
- * A Telegram message → the normalised message, or why not. Pure: the bot's identity, the
- * allowlist, the size cap and the clock come in as options.
+ * A Telegram message → the normalised message, or why not. Pure: the bot's identity, the size
+ * cap and the clock come in as options. Who may talk to the bot is the intake's access gate.
  */
 export function normaliseMessage(msg: Message, options: NormaliseOptions): Normalised {
   const { me } = options;
@@ -84,7 +82,8 @@ export function normaliseMessage(msg: Message, options: NormaliseOptions): Norma
     platform: PLATFORM,
     conversation: String(msg.chat.id),
     ...(topic !== undefined && { thread: topic }),
-    sender: { id: String(from.id), name: displayName(from) },
+    sender: { id: String(from.id), name: displayName(from), ...(from.username && { handle: from.username.toLowerCase() }) },
+    where: isPrivate ? { kind: 'dm' } : { kind: 'group', ids: [String(msg.chat.id)] },
     text: body,
     attachments: attachmentsOf(msg),
     eventId: eventIdOf(msg.chat.id, msg.message_id),
@@ -93,15 +92,6 @@ export function normaliseMessage(msg: Message, options: NormaliseOptions): Norma
     meta: { [META_CHAT_TYPE]: msg.chat.type },
   };
 
-  if (!allowed(from, options.allowedUsers)) {
-    if (!isPrivate) return { kind: 'ignore', reason: 'sender not on the allowlist' };
-    return {
-      kind: 'refuse',
-      reason: 'not_allowed',
-      message,
-      reply: `Sorry, this assistant is private. Your Telegram user id is ${from.id}: ask its operator to add it to TELEGRAM_ALLOWED_USERS.`,
-    };
-  }
   const tooLarge = message.attachments.filter((a) => a.size !== undefined && a.size > options.maxBytes);
   if (tooLarge.length > 0) {
     const names = tooLarge.map((a) => `${a.name} (${formatMb(a.size!)})`).join(', ');
@@ -153,12 +143,6 @@ function stripSpans(text: string, spans: readonly MessageEntity[]): string {
     if ((left === '' || /\s$/.test(left)) && /^\s/.test(text.slice(at))) at += 1;
   }
   return out + text.slice(at);
-}
-
-function allowed(from: NonNullable<Message['from']>, list: readonly string[] | undefined): boolean {
-  if (list === undefined) return true;
-  const username = from.username?.toLowerCase();
-  return list.some((entry) => entry === String(from.id) || (username !== undefined && entry.toLowerCase() === username));
 }
 
 function displayName(from: NonNullable<Message['from']>): string {

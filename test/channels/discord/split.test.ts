@@ -31,7 +31,7 @@ describe('Discord with split roles', () => {
       await dropPrefix(redis, prefix);
       redis.disconnect();
     });
-    const env = { REDIS_URL, QUEUE_PREFIX: prefix, OPENAI_BASE_URL: model.baseURL, OPENAI_API_KEY: 'test-key-not-secret', AGENT_MODEL: 'fake-model', WORKSPACE_ROOT: workspaceRoot, ...fake.env() };
+    const env = { REDIS_URL, QUEUE_PREFIX: prefix, OPENAI_BASE_URL: model.baseURL, OPENAI_API_KEY: 'test-key-not-secret', AGENT_MODEL: 'fake-model', WORKSPACE_ROOT: workspaceRoot, DM_POLICY: 'open', ...fake.env() };
 
     const worker: Spawned = await spawnWorker(env);
     cleanup.push(async () => {

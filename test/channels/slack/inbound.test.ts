@@ -79,6 +79,7 @@ describe('normalised messages and session keys', () => {
       conversation: 'C0CHAN',
       thread: '1700000000.000100',
       sender: { id: 'U0ADA' },
+      where: { kind: 'group', ids: ['C0CHAN'] },
       text: 'what is in notes.md?',
       attachments: [],
       eventId: 'C0CHAN:1700000000.000100',

@@ -125,13 +125,12 @@ describe('telegram inbound: which messages reach the bot', () => {
     expect(normaliseMessage(msg({ from: undefined, text: 'x' }), opts()).kind).toBe('ignore');
   });
 
-  it('the allowlist admits ids and usernames; a stranger in a DM is told their id, in a group ignored', () => {
-    expect(normaliseMessage(msg({ text: 'hi' }), opts({ allowedUsers: ['42'] })).kind).toBe('message');
-    expect(normaliseMessage(msg({ text: 'hi' }), opts({ allowedUsers: ['ADA'] })).kind).toBe('message');
-    const denied = normaliseMessage(msg({ from: BOB, chat: { id: 43, type: 'private', first_name: 'Bob' }, text: 'hi' }), opts({ allowedUsers: ['42'] }));
-    expect(denied.kind === 'refuse' && [denied.reason, denied.reply]).toEqual(['not_allowed', expect.stringContaining('Your Telegram user id is 43')]);
+  it('says where it was said and the sender’s username, for the access gate', () => {
+    const dm = normaliseMessage(msg({ text: 'hi' }), opts());
+    expect(dm.kind === 'message' && [dm.message.where, dm.message.sender.handle]).toEqual([{ kind: 'dm' }, 'ada']);
     const text = '@SwitchBot hi';
-    expect(normaliseMessage(msg({ chat: GROUP, from: BOB, text, entities: [mention(text)] }), opts({ allowedUsers: ['42'] }))).toEqual({ kind: 'ignore', reason: 'sender not on the allowlist' });
+    const group = normaliseMessage(msg({ chat: GROUP, from: BOB, text, entities: [mention(text)] }), opts());
+    expect(group.kind === 'message' && group.message.where).toEqual({ kind: 'group', ids: [String(GROUP.id)] });
   });
 
   it('documents and the largest photo size become attachments with file ids; a caption is the text', () => {

@@ -1,0 +1,170 @@
+import type { Redis } from 'ioredis';
+import type { InboundMessage } from '../channels/types.js';
+import { newPairingCode, normaliseCode } from './pairing-code.js';
+
+/** How long a code stays valid, and how many may wait per platform (the rest are told to try later). */
+export const PAIRING_TTL_MS = 3_600_000;
+export const MAX_PENDING_PER_PLATFORM = 3;
+
+/** Where to tell the person once decided: the DM they wrote from, without the message or any token. */
+export type ReplyTarget = Pick<InboundMessage, 'v' | 'id' | 'platform' | 'conversation' | 'thread' | 'sender' | 'where'> & { text: ''; attachments: []; eventId: string; receivedAt: number };
+
+export interface PairingRequest {
+  code: string;
+  platform: string;
+  userId: string;
+  name?: string;
+  createdAt: number;
+  expiresAt: number;
+  to: ReplyTarget;
+}
+
+export interface ApprovedUser {
+  platform: string;
+  userId: string;
+  name?: string;
+  approvedAt: number;
+  /** Who approved: `cli` or `api`. */
+  by: string;
+}
+
+export type RequestResult = { kind: 'issued' | 'pending'; request: PairingRequest } | { kind: 'approved' } | { kind: 'full' };
+
+// KEYS: codes (hash code → request JSON), approved (hash userId → JSON)   ARGV: now, userId, new code, new request JSON, max pending
+// Expired codes are pruned here (Redis 7.0 has no per-field expiry); a hash holds at most `max` live codes.
+const REQUEST = `
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return {'approved'} end
+local now = tonumber(ARGV[1])
+local live = 0
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local r = cjson.decode(all[i + 1])
+  if r.expiresAt <= now then redis.call('HDEL', KEYS[1], all[i])
+  elseif r.userId == ARGV[2] then return {'pending', all[i + 1]}
+  else live = live + 1 end
+end
+if live >= tonumber(ARGV[5]) then return {'full'} end
+if redis.call('HSETNX', KEYS[1], ARGV[3], ARGV[4]) == 0 then return {'collision'} end
+return {'issued', ARGV[4]}
+`;
+
+// KEYS: codes, approved   ARGV: code, now, approval JSON {approvedAt, by} ('' = deny)
+// → the request JSON, or nil (no such live code). The approved entry takes the user from the request.
+const DECIDE = `
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return nil end
+redis.call('HDEL', KEYS[1], ARGV[1])
+local r = cjson.decode(raw)
+if r.expiresAt <= tonumber(ARGV[2]) then return nil end
+if ARGV[3] ~= '' then
+  local a = cjson.decode(ARGV[3])
+  a.platform = r.platform
+  a.userId = r.userId
+  a.name = r.name
+  redis.call('HSET', KEYS[2], r.userId, cjson.encode(a))
+end
+return raw
+`;
+
+type Scripted = Redis & {
+  sbPairingRequest(codes: string, approved: string, now: number, userId: string, code: string, request: string, max: number): Promise<string[]>;
+  sbPairingDecide(codes: string, approved: string, code: string, now: number, approval: string): Promise<string | null>;
+};
+
+/**
+ * Pairing codes and approved users, per platform, in Redis (they survive restarts and are shared
+ * by every gateway). A request is one script: the per-platform cap and the one-code-per-person
+ * rule hold under concurrent messages.
+ */
+export class PairingStore {
+  private readonly redis: Scripted;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+  ) {
+    this.redis = redis as Scripted;
+    if (typeof this.redis.sbPairingRequest !== 'function') {
+      redis.defineCommand('sbPairingRequest', { numberOfKeys: 2, lua: REQUEST });
+      redis.defineCommand('sbPairingDecide', { numberOfKeys: 2, lua: DECIDE });
+    }
+  }
+
+  private codesKey(platform: string): string {
+    return `${this.prefix}:pairing:${platform}:codes`;
+  }
+  private approvedKey(platform: string): string {
+    return `${this.prefix}:pairing:${platform}:approved`;
+  }
+
+  async isApproved(platform: string, userId: string): Promise<boolean> {
+    return (await this.redis.hexists(this.approvedKey(platform), userId)) === 1;
+  }
+
+  /** The person's live code (a new one, or the one they already have), or why there is none. */
+  async request(message: InboundMessage, now = Date.now()): Promise<RequestResult> {
+    const { platform } = message;
+    for (;;) {
+      const code = newPairingCode();
+      const request: PairingRequest = {
+        code,
+        platform,
+        userId: message.sender.id,
+        ...(message.sender.name !== undefined && { name: message.sender.name }),
+        createdAt: now,
+        expiresAt: now + PAIRING_TTL_MS,
+        to: replyTarget(message),
+      };
+      const [kind, raw] = await this.redis.sbPairingRequest(this.codesKey(platform), this.approvedKey(platform), now, message.sender.id, code, JSON.stringify(request), MAX_PENDING_PER_PLATFORM);
+      if (kind === 'collision') continue;
+      if (kind === 'issued' || kind === 'pending') return { kind, request: JSON.parse(raw!) as PairingRequest };
+      return { kind: kind as 'approved' | 'full' };
+    }
+  }
+
+  /** Approves a live code: its user is let in from now on. Undefined when the code is unknown or expired. */
+  async approve(platform: string, typedCode: string, by: string, now = Date.now()): Promise<PairingRequest | undefined> {
+    return this.decide(platform, typedCode, now, JSON.stringify({ approvedAt: now, by }));
+  }
+
+  async deny(platform: string, typedCode: string, now = Date.now()): Promise<PairingRequest | undefined> {
+    return this.decide(platform, typedCode, now, '');
+  }
+
+  private async decide(platform: string, typedCode: string, now: number, approval: string): Promise<PairingRequest | undefined> {
+    const code = normaliseCode(typedCode);
+    if (code === undefined) return undefined;
+    const decided = await this.redis.sbPairingDecide(this.codesKey(platform), this.approvedKey(platform), code, now, approval);
+    return decided === null ? undefined : (JSON.parse(decided) as PairingRequest);
+  }
+
+  /** Takes an approved user's access away; true when they had it. */
+  async revoke(platform: string, userId: string): Promise<boolean> {
+    return (await this.redis.hdel(this.approvedKey(platform), userId)) === 1;
+  }
+
+  async pending(platform: string, now = Date.now()): Promise<PairingRequest[]> {
+    const all = Object.values(await this.redis.hgetall(this.codesKey(platform))).map((raw) => JSON.parse(raw) as PairingRequest);
+    return all.filter((r) => r.expiresAt > now).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  async approved(platform: string): Promise<ApprovedUser[]> {
+    return Object.values(await this.redis.hgetall(this.approvedKey(platform))).map((raw) => JSON.parse(raw) as ApprovedUser);
+  }
+}
+
+function replyTarget(m: InboundMessage): ReplyTarget {
+  return {
+    v: 1,
+    id: `pairing-${m.id}`,
+    platform: m.platform,
+    conversation: m.conversation,
+    ...(m.thread !== undefined && { thread: m.thread }),
+    sender: m.sender,
+    ...(m.where !== undefined && { where: m.where }),
+    text: '',
+    attachments: [],
+    eventId: `pairing-${m.eventId}`,
+    receivedAt: m.receivedAt,
+  };
+}

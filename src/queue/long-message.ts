@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { InboundMessage } from '../channels/types.js';
+import type { Logger } from '../log.js';
+import type { Workspace } from '../tools/workspace.js';
+
+/** Where a long message's full text went: its workspace path, or why it is not there. */
+export type SavedText = { path: string } | { error: string };
+
+/** The same message always gets the same file, so a resumed turn finds what an earlier run wrote. */
+export function longMessagePath(message: InboundMessage): string {
+  return `uploads/message-${createHash('sha256').update(message.id).digest('hex').slice(0, 12)}.txt`;
+}
+
+/** The first `max` characters, one fewer if the cut would split a surrogate pair. */
+export function beginning(text: string, max: number): string {
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
+
+/** The line after the beginning of a long message: how long it was and where the rest is. */
+export function longMessageNote(length: number, shown: number, saved: SavedText): string {
+  const head = `[This message was ${length.toLocaleString('en-US')} characters long, too long to include in full: above are its first ${shown.toLocaleString('en-US')} characters.`;
+  if ('path' in saved) return `${head} It is saved in full at ${saved.path}; read it with read_file (offset/limit) or search_files.]`;
+  return `${head} Saving the rest failed (${saved.error}), so it is not available; ask the user for the part you need.]`;
+}
+
+/**
+ * The messages as the model reads them: one longer than `maxChars` becomes its beginning and a
+ * note, its full text saved in the workspace (the inbox keeps it too). Failing to save loses
+ * nothing the inbox does not still hold: the note says the rest is missing.
+ */
+export async function fitMessages(ws: Workspace, messages: readonly InboundMessage[], maxChars: number, log: Logger): Promise<InboundMessage[]> {
+  return Promise.all(
+    messages.map(async (m) => {
+      if (m.text.length <= maxChars) return m;
+      const saved = await saveText(ws, longMessagePath(m), m.text);
+      if ('path' in saved) log.info({ message: m.id, chars: m.text.length, path: saved.path }, 'long message saved in the workspace');
+      else log.warn({ message: m.id, chars: m.text.length, error: saved.error }, 'long message not saved; the model reads its beginning only');
+      const shown = beginning(m.text, maxChars);
+      return { ...m, text: `${shown}\n\n${longMessageNote(m.text.length, shown.length, saved)}` };
+    }),
+  );
+}
+
+/**
+ * Written once: to a scratch name, then linked into place, which fails when the file is already
+ * there. So a crash mid-write never leaves a cut file under the real name, and a resumed turn
+ * keeps the file an earlier run saved (and whatever the model did to it since).
+ */
+async function saveText(ws: Workspace, rel: string, text: string): Promise<SavedText> {
+  try {
+    const abs = await ws.resolve(rel);
+    const scratch = join(dirname(abs), `.${basename(abs)}.partial`);
+    await mkdir(dirname(abs), { recursive: true });
+    await writeFile(scratch, text);
+    try {
+      await link(scratch, abs);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      await unlink(scratch).catch(() => undefined);
+    }
+    return { path: rel };
+  } catch (err) {
+    // The code, not the message: the message names host paths the model has no business seeing.
+    return { error: (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err)) };
+  }
+}
