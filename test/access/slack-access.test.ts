@@ -3,8 +3,8 @@ import { APPROVED_TEXT } from '../../src/access/pairing-admin.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
 import { startFakeSlack, BOT_TOKEN, type FakeSlack } from '../fakes/slack-server.js';
 import { waitFor } from '../helpers/processes.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { answers, appMention, eventCallback, newUserTexts, nextTs, postCommand, postEvent, SIGNING_SECRET } from '../channels/slack/helpers.js';
+import type { Stack } from '../helpers/stack.js';
+import { answers, appMention, eventCallback, newUserTexts, nextTs, postCommand, postEvent, SIGNING_SECRET, startSlackStack } from '../channels/slack/helpers.js';
 import {
   ADMIN_TOKEN, adminApi, adminCli, codeIn, codesKey, expectNothingQueued, expectPairingReply, expectSessionUntouched, FULL_TEXT, hasCode, jobCounts,
   NOT_ENABLED_TEXT, sessionKeys, sleep, storedRequests,
@@ -29,9 +29,7 @@ afterEach(async () => {
 
 async function start(name: string, env: Record<string, string>): Promise<{ stack: Stack; slack: FakeSlack }> {
   slack = await startFakeSlack();
-  stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, ADMIN_TOKEN, ...env });
-  const s = stack;
-  await waitFor('slack identity', async () => (await (await fetch(`${s.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+  stack = await startSlackStack(name, slack, { ADMIN_TOKEN, ...env });
   return { stack, slack };
 }
 

@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { BOT_USER_ID, messageView, TEAM_ID, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
+import { BOT_TOKEN, BOT_USER_ID, messageView, TEAM_ID, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
+import { startStack, type Stack } from '../../helpers/stack.js';
+import { waitFor } from '../../helpers/processes.js';
 
 export const SIGNING_SECRET = 'test-signing-secret-8f3a';
 
@@ -134,4 +136,11 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** The real roles with Slack over signed HTTP events against `fake`, once the bot is identified (auth.test answered). */
+export async function startSlackStack(name: string, fake: FakeSlack, env: Record<string, string> = {}): Promise<Stack> {
+  const stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: fake.apiUrl, ...env });
+  await waitFor('slack identity', async () => (await (await fetch(`${stack.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+  return stack;
 }

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App, ReceiverEvent } from '@slack/bolt';
-import { startStack, type Stack } from '../../helpers/stack.js';
+import type { Stack } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
-import { APP_TOKEN, BOT_TOKEN, startFakeSlack, TEAM_ID, type FakeSlack } from '../../fakes/slack-server.js';
+import { APP_TOKEN, startFakeSlack, TEAM_ID, type FakeSlack } from '../../fakes/slack-server.js';
 import { DeferredAckSocketReceiver } from '../../../src/channels/slack/transport.js';
 import { createLogger } from '../../../src/log.js';
-import { eventCallback, postEvent, postInteraction, SIGNING_SECRET } from './helpers.js';
+import { eventCallback, postEvent, postInteraction, startSlackStack } from './helpers.js';
 
 // Signed requests of kinds no listener handles: Bolt alone would answer 404 after 3 s and Slack would retry them.
 const user = { id: 'U0ADA', username: 'ada', name: 'ada', team_id: TEAM_ID };
@@ -32,9 +32,7 @@ describe('slack: signed requests no listener handles are acknowledged at once, a
 
   it('answers 200 with an empty body for views, shortcuts, options, foreign buttons and unknown events; queues nothing', async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-unhandled', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl });
-    const s = stack;
-    await waitFor('slack identity', async () => (await (await fetch(`${s.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    const s = (stack = await startSlackStack('slack-unhandled', slack));
     for (const [kind, payload] of INTERACTIONS) {
       const res = await postInteraction(s.baseUrl, payload);
       expect([kind, res.status, await res.text()]).toEqual([kind, 200, '']);
@@ -77,9 +75,7 @@ describe('slack: a listener that fails is still answered 500 (Slack sends the ev
 
   it('a mention whose enqueue throws', async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-listener-fails', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl });
-    const s = stack;
-    await waitFor('slack identity', async () => (await (await fetch(`${s.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    const s = (stack = await startSlackStack('slack-listener-fails', slack));
     s.gateway.intake.accept = async () => {
       throw new Error('redis is down');
     };
