@@ -18,7 +18,8 @@ describe('chaos: workers crash and freeze under load', () => {
 
     expect(f.kills.total, report).toBeGreaterThanOrEqual(6);
     expect(f.freezes, report).toBeGreaterThanOrEqual(1);
-    expect(f.runs, report).toBeGreaterThanOrEqual(MESSAGES);
+    // Each kill ends a run that another run then resumes (messages arriving together share a turn, so runs may be fewer than messages).
+    expect(f.runs, report).toBeGreaterThan(f.kills.total);
     // Every message gets exactly one reply: its answer, or (when kills struck its turn at the same
     // step again and again, which the crash counter cannot tell from a poison message) the honest
     // line — never one that asks to send it again after its line was written.

@@ -25,7 +25,7 @@ export interface ListedTool {
 
 export interface ConnectionOptions {
   readonly log: Logger;
-  /** The deadline of a call, and of connecting and listing. */
+  /** The deadline of a call, and of connecting and listing (those get at least START_FLOOR_MS). */
   readonly timeoutMs: number;
   /** Reconnect delays: initialMs, doubled after each failure, at most maxMs (plus up to 20 % jitter). */
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
@@ -34,6 +34,11 @@ export interface ConnectionOptions {
 const CLIENT_INFO = { name: 'switchboard', version: '0.1.0' };
 /** The SDK's own request timeout stays behind runToolCall's deadline, so that one reports the timeout. */
 const SDK_TIMEOUT_SLACK_MS = 5_000;
+/**
+ * Starting and listing may take longer than a call: a stdio server started through npx or tsx
+ * fetches or compiles first, on a busy machine for seconds. A call's timeout alone would count it down.
+ */
+const START_FLOOR_MS = 10_000;
 /** A server that pages forever is cut off here. */
 const MAX_LIST_PAGES = 100;
 
@@ -76,6 +81,10 @@ export class McpConnection {
   get tools(): readonly ListedTool[] {
     return this.#state === 'connected' ? this.#tools : [];
   }
+  get #startTimeoutMs(): number {
+    return Math.max(this.#options.timeoutMs, START_FLOOR_MS);
+  }
+
   get timeoutMs(): number {
     return this.#options.timeoutMs;
   }
@@ -198,7 +207,7 @@ export class McpConnection {
       if (client === this.#client && this.#state === 'connected') void this.#refresh(client, generation);
     });
     try {
-      await client.connect(transport, { timeout: this.#options.timeoutMs });
+      await client.connect(transport, { timeout: this.#startTimeoutMs });
       if (!client.transport) throw new Error('the connection closed while starting');
       established = true;
     } catch (err) {
@@ -212,7 +221,7 @@ export class McpConnection {
     const listed: ListedMcpTool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.#options.timeoutMs });
+      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.#startTimeoutMs });
       listed.push(...result.tools);
       cursor = result.nextCursor;
       if (cursor === undefined) break;
