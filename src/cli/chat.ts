@@ -24,10 +24,20 @@ const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] [--yes] ["
 const dim = (s: string) => (process.stderr.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
 
 async function main(): Promise<number> {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: { session: { type: 'string', short: 's', default: 'default' }, 'no-worker': { type: 'boolean', default: false }, yes: { type: 'boolean', short: 'y', default: false }, help: { type: 'boolean', short: 'h' } },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: { session: { type: 'string', short: 's', default: 'default' }, 'no-worker': { type: 'boolean', default: false }, yes: { type: 'boolean', short: 'y', default: false }, help: { type: 'boolean', short: 'h' } },
+    });
+  } catch (err) {
+    // An unknown or incomplete option is the user's typo, not a crash: say which, and how it goes.
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}
+${USAGE}
+`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
