@@ -13,13 +13,18 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-/** The `msg` of each JSON log line, in order. */
+/**
+ * The `msg` of each JSON log line, in the order they were logged: by their `time` (a stable
+ * sort), since a pipe the test drains slowly under load can take a later write first.
+ */
 const messages = (p: Spawned) =>
   p
     .stderr()
     .split('\n')
     .filter((l) => l.startsWith('{'))
-    .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    .map((l) => JSON.parse(l) as { msg: string; time: number })
+    .sort((a, b) => a.time - b.time)
+    .map((l) => l.msg);
 
 describe('stopping the real entry point', () => {
   it.each([['SIGTERM'], ['SIGINT']] as const)('%s: the gateway drains before it closes, and the process exits 0', async (signal) => {
