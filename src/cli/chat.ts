@@ -13,6 +13,8 @@ import { TerminalClient, type TerminalOutput } from '../channels/terminal/client
 import { Intake } from '../channels/intake.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
 import { ApprovalDesk } from '../queue/approvals.js';
+import { countWorkers } from '../queue/worker-heartbeat.js';
+import { ListeningWatch, UNTAKEN_AFTER_MS } from './listening.js';
 
 const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] [--yes] ["message"]]
   with a message: one-shot. Progress on stderr, the answer on stdout; exit 0 when the run completed, 1 when not.
@@ -20,6 +22,9 @@ const USAGE = `usage: npm run chat [-- [--session NAME] [--no-worker] [--yes] ["
   --session NAME  continue a named conversation (default "default")
   --no-worker     never start a worker in this process (use the ones already running)
   --yes           approve every tool call that asks for approval (one-shot mode; otherwise they are denied)`;
+
+/** SWITCHBOARD_CHAT_UNTAKEN_MS shortens the wait before "no worker has taken this message" (tests). */
+const listeningAfterMs = () => Number(process.env.SWITCHBOARD_CHAT_UNTAKEN_MS) || UNTAKEN_AFTER_MS;
 
 const dim = (s: string) => (process.stderr.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
 
@@ -50,7 +55,8 @@ ${USAGE}
   const connection = connectRedis(redis.url, 'switchboard-chat', log);
   const queue = createRunQueue(config.queue, connection, log);
   let worker: Role | undefined;
-  if (!values['no-worker'] && (redis.child || (await queue.getWorkersCount()) === 0)) {
+  // This queue's own workers: BullMQ's count spans every database and prefix of the Redis server.
+  if (!values['no-worker'] && (redis.child || (await countWorkers(connection, config.queue.prefix)) === 0)) {
     process.stderr.write(dim('(no worker is running: starting one in this process)\n'));
     worker = await startWorkerRole(config, redis.url, log);
   }
@@ -81,6 +87,7 @@ ${USAGE}
     new ApprovalDesk(connection, keys, queue),
   );
   await client.start();
+  const watch = new ListeningWatch(connection, keys, { redisUrl: redis.url, prefix: config.queue.prefix }, (text) => process.stderr.write(`${text}\n`), listeningAfterMs());
 
   const shutdown = async () => {
     await client.close();
@@ -93,6 +100,7 @@ ${USAGE}
   if (message) {
     process.on('SIGINT', () => void client.send('/stop'));
     const sent = await client.send(message);
+    if (sent.kind === 'queued') watch.watch(sent.session, sent.done);
     const ok = sent.kind === 'handled' ? sent.ok : (await sent.done).state === 'completed';
     await shutdown();
     return ok ? 0 : 1;
@@ -117,7 +125,9 @@ ${USAGE}
     const sending = client
       .send(line)
       .then(async (sent) => {
-        if (sent.kind === 'queued') await sent.done;
+        if (sent.kind !== 'queued') return;
+        watch.watch(sent.session, sent.done);
+        await sent.done;
       })
       .catch((err: unknown) => output.notice(`could not send: ${err instanceof Error ? err.message : String(err)}`))
       .finally(() => client.pending === 0 && rl.prompt());

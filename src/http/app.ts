@@ -1,11 +1,12 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { InboundChannel } from '../channels/registry.js';
-import type { RunQueue } from '../queue/run-queue.js';
+import { countWorkers } from '../queue/worker-heartbeat.js';
 
 export interface HealthSources {
   redis: Redis;
-  queue: RunQueue;
+  /** QUEUE_PREFIX: whose workers count (worker-heartbeat.ts). */
+  prefix: string;
   channels: () => readonly InboundChannel[];
   /** True once the gateway is shutting down: not ready, whatever else is fine. */
   draining: () => boolean;
@@ -99,7 +100,7 @@ export function mountHealth(app: Express, sources: HealthSources): void {
     let workers = 0;
     try {
       await withTimeout(sources.redis.ping(), READY_TIMEOUT_MS, 'Redis did not answer PING');
-      workers = await withTimeout(sources.queue.getWorkersCount(), READY_TIMEOUT_MS, 'Redis did not list the workers');
+      workers = await withTimeout(countWorkers(sources.redis, sources.prefix), READY_TIMEOUT_MS, 'Redis did not list the workers');
       if (workers === 0) problems.push('no worker is connected to the queue');
       if (sources.toolServerProblems) problems.push(...(await withTimeout(sources.toolServerProblems(), READY_TIMEOUT_MS, 'Redis did not list the MCP servers')));
     } catch (err) {

@@ -60,7 +60,7 @@ export async function startGatewayRole(
   const app = createHttpApp();
   const drainSwitch = mountDrainSwitch(app);
   const channels: InboundChannel[] = [];
-  mountHealth(app, { redis, queue, channels: () => channels, draining: () => drainSwitch.draining, toolServerProblems: () => toolServerProblems(redis, config.queue.prefix) });
+  mountHealth(app, { redis, prefix: config.queue.prefix, channels: () => channels, draining: () => drainSwitch.draining, toolServerProblems: () => toolServerProblems(redis, config.queue.prefix) });
   mountAdmin(app, {
     token: config.adminToken,
     readonly: config.admin.readonly,

@@ -21,6 +21,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { loadMcpConfig, McpRegistry } from '../tools/mcp/index.js';
 import type { Workspace } from '../tools/workspace.js';
+import { WorkerHeartbeat } from '../queue/worker-heartbeat.js';
 import { forgetToolServers, reportToolServers, REPORT_EVERY_MS } from '../queue/tool-servers.js';
 import { Metrics } from '../metrics/metrics.js';
 import { countedOutbound } from '../metrics/counted-outbound.js';
@@ -87,9 +88,12 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     metrics,
     runs: new RunStore(redis, config.queue.prefix),
   });
-  log.info({ concurrency: config.queue.concurrency, model: modelClient.name }, 'worker ready');
+  const heartbeat = new WorkerHeartbeat(redis, config.queue.prefix, (err) => log.warn({ err }, 'worker heartbeat failed'));
+  await heartbeat.start();
+  log.info({ concurrency: config.queue.concurrency, model: modelClient.name, workerId: heartbeat.id }, 'worker ready');
   return {
     async close(force = false) {
+      await heartbeat.stop();
       await runWorker.close(force);
       await toolServers?.close();
       await queue.close();

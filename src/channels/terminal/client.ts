@@ -14,7 +14,7 @@ export interface TerminalOutput {
   approve?(card: ApprovalCard): Promise<boolean>;
 }
 
-export type SendResult = { kind: 'queued'; done: Promise<DeliveredOutcome> } | { kind: 'handled'; ok: boolean };
+export type SendResult = { kind: 'queued'; session: string; done: Promise<DeliveredOutcome> } | { kind: 'handled'; ok: boolean };
 
 /**
  * The chat process's side of the terminal channel: it enqueues typed lines through the same
@@ -51,7 +51,7 @@ export class TerminalClient {
     const message = terminalMessage(this.session, text, this.user);
     const done = new Promise<DeliveredOutcome>((resolve) => this.waiting.set(message.id, resolve));
     const result = await this.intake.accept(message);
-    if (result.kind !== 'command') return { kind: 'queued', done };
+    if (result.kind !== 'command') return { kind: 'queued', session: result.session, done };
     this.waiting.delete(message.id);
     (result.ok && result.name !== 'stop' ? this.output.answer : this.output.notice).call(this.output, result.reply);
     return { kind: 'handled', ok: result.ok };
