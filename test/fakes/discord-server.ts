@@ -105,6 +105,8 @@ export interface FakeDiscordOptions {
   holdReady?: boolean;
   /** The bot token it accepts (BOT_TOKEN unless a test brings its own). */
   token?: string;
+  /** `flags` of GET /applications/@me (default: GATEWAY_MESSAGE_CONTENT unless messageContentAllowed is false). */
+  applicationFlags?: number;
 }
 
 type Route = { method: string; re: RegExp; auth: boolean; handle: (m: RegExpExecArray, req: RecordedRequest) => Reply | Promise<Reply> };
@@ -279,6 +281,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       handle: () => ({ status: 200, body: { url: `${wsBase}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } } }),
     },
     { method: 'GET', re: /^\/users\/@me$/, auth: true, handle: () => ({ status: 200, body: { ...bot, verified: true, mfa_enabled: false, locale: 'en-US' } }) },
+    {
+      // The application's flags carry GATEWAY_MESSAGE_CONTENT (1 << 18) when the portal's Message Content Intent is on.
+      method: 'GET', re: /^\/applications\/@me$/, auth: true,
+      handle: () => ({ status: 200, body: { id: ids.app, name: 'switchboard', description: '', bot_public: true, bot_require_code_grant: false, bot: { ...bot }, verify_key: 'fake', flags: options.applicationFlags ?? (options.messageContentAllowed === false ? 0 : 1 << 18) } }),
+    },
     ...(['GET', 'PUT'] as const).map((method): Route => ({
       method, re: /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/, auth: true,
       handle: (m, req) => {

@@ -54,7 +54,14 @@ export interface FakeOpenAI {
   close(): Promise<void>;
 }
 
-export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+export interface FakeOpenAIOptions {
+  /** When set, a request without `Authorization: Bearer <apiKey>` is answered 401 as OpenAI does (default: any key). */
+  apiKey?: string;
+  /** The model ids GET /v1/models lists (default: fake-model). */
+  models?: string[];
+}
+
+export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const queue: Step[] = [];
   const requests: RecordedRequest[] = [];
   let handler: ((req: RecordedRequest) => Step | Promise<Step>) | undefined;
@@ -68,10 +75,13 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      return sendJson(res, 401, { error: { message: 'Incorrect API key provided: sk-w****. You can find your API key at https://platform.openai.com/account/api-keys.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+    }
     if (req.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, {
         object: 'list',
-        data: [{ id: 'fake-model', object: 'model', created: 1_700_000_000, owned_by: 'switchboard-tests' }],
+        data: (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'switchboard-tests' })),
       });
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {

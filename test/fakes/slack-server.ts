@@ -97,8 +97,15 @@ export interface FakeSlack {
   close(): Promise<void>;
 }
 
-/** `botToken`: the bot token it accepts (BOT_TOKEN unless a test brings its own). */
-export async function startFakeSlack(options: { botToken?: string } = {}): Promise<FakeSlack> {
+/** Every bot scope the README asks for, as Slack lists them in `x-oauth-scopes`. */
+export const REQUIRED_SCOPES = ['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'im:history', 'reactions:write'];
+
+/**
+ * `botToken`: the bot token it accepts (BOT_TOKEN unless a test brings its own). `scopes`: the
+ * bot's granted scopes, sent as Slack does in the `x-oauth-scopes` header of every Web API
+ * answer to the bot token (no header unless given).
+ */
+export async function startFakeSlack(options: { botToken?: string; scopes?: string[] } = {}): Promise<FakeSlack> {
   const botToken = options.botToken ?? BOT_TOKEN;
   const calls: Call[] = [];
   const messages: FakeMessage[] = [];
@@ -160,7 +167,8 @@ export async function startFakeSlack(options: { botToken?: string } = {}): Promi
       res.socket?.destroy();
       return;
     }
-    send(res, 200, body);
+    const scopeHeader: Record<string, string> = options.scopes && token === botToken ? { 'x-oauth-scopes': options.scopes.join(',') } : {};
+    send(res, 200, body, scopeHeader);
   }
 
   function handle(method: string, p: Record<string, any>): Record<string, unknown> {
