@@ -13,9 +13,12 @@ import { dmAndWait, rss, seedTwoHop, startRole, startTelegramRig, TWO_HOP_QUESTI
 import { percentile, ratio } from './stats.js';
 import { measureCluster } from './cluster.js';
 import { mcpPromptCost } from './mcp-tokens.js';
+import { measureStartupBuild } from './startup-build.js';
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUICK = process.argv.includes('--quick');
+/** `npm run bench -- --startup`: only the npm start figures (clean build vs restart), printed, results.json untouched. */
+const STARTUP_ONLY = process.argv.includes('--startup');
 const round = (v: number) => Math.round(v * 10) / 10;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 let prefixSeq = 0;
@@ -126,15 +129,47 @@ async function scaleOut(modelUrl: string) {
   return rows.map((r) => ({ ...r, vsOneWorker: ratio(r.perSecond, base) }));
 }
 
+/** npm start, build step included: first start after a clean dist/ vs a restart with nothing changed. */
+async function startupBuild() {
+  const prefix = freshPrefix('start');
+  const rig = await startTelegramRig(REDIS_URL, prefix);
+  try {
+    return await measureStartupBuild(rig.env, QUICK ? 3 : 5);
+  } finally {
+    await rig.close();
+    const redis = testRedis();
+    await dropPrefix(redis, prefix);
+    redis.disconnect();
+  }
+}
+
+function startupRows(s: Awaited<ReturnType<typeof measureStartupBuild>>): [string, string, string][] {
+  return [
+    ['npm start → "ready": first start after rm -rf dist', `${s.cleanMs} ms (full build)`, ''],
+    [`npm start → "ready": restart, nothing changed (median of ${s.restartRunsMs.length})`, `${s.restartMs} ms (×${s.cleanOverRestart} faster than clean)`, '≈ 1,000 ms'],
+    ['  restart with tsc on every start (the old prestart)', `${s.tscEveryStartMs} ms (×${s.tscEveryStartOverRestart} the restart)`, ''],
+    ['  node dist/cli/main.js alone (no npm, no build step)', `${s.nodeAloneMs} ms`, ''],
+  ];
+}
+
 async function main() {
+  if (STARTUP_ONLY) {
+    log('npm start: clean build vs restart…');
+    const s = await startupBuild();
+    process.stdout.write(`${JSON.stringify(s)}\n`);
+    printRows(startupRows(s));
+    return;
+  }
   // Measure what `npm start` runs: the compiled build.
-  const build = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('npm run build failed');
+  const build = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('the build (scripts/build.mjs) failed');
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
   log(`bench on ${machine.cpus} cores, ${machine.memoryGiB} GiB, Node ${machine.node}${QUICK ? ' (quick)' : ''}`);
   log('1-2, 6. Telegram two-hop turns, start-up, prompt cost…');
   const tg = await telegramTurns();
   const mcpPrompt = await mcpPromptCost();
+  log('1b. npm start: first start after a clean dist/ vs a restart with nothing changed…');
+  const startupWithBuild = await startupBuild();
   log('3. memory…');
   const mem = await memory();
   const model = await startFakeOpenAI();
@@ -147,7 +182,7 @@ async function main() {
   const cluster = await measureCluster(model.baseURL, QUICK ? 200 : 1_000).catch((err: unknown) => ({ error: String(err) }));
   await model.close();
 
-  const results = { date: new Date().toISOString(), machine, quick: QUICK, ...tg, mcpPrompt, memory: mem, overhead: over, scaleOut: scale, cluster };
+  const results = { date: new Date().toISOString(), machine, quick: QUICK, ...tg, startupWithBuild, mcpPrompt, memory: mem, overhead: over, scaleOut: scale, cluster };
   await writeFile(fileURLToPath(new URL('./results.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
   printTable(results);
 }
@@ -157,6 +192,7 @@ function printTable(r: Record<string, any>) {
     ['warm two-hop turn p50 / p95 (Telegram)', `${r.turn.warm.p50Ms} / ${r.turn.warm.p95Ms} ms`, '≤ 150 ms p50'],
     ['cold (first) turn', `${r.turn.coldMs} ms`, ''],
     ['start-up to ready (median of 3)', `${r.startup.medianMs} ms (dev mode with tsx: ${r.startup.devModeMs} ms)`, '≤ 3,000 ms'],
+    ...startupRows(r.startupWithBuild),
     ['idle RSS gateway / worker', `${r.memory.idleMiB.gateway} / ${r.memory.idleMiB.worker} MiB`, '≤ 150 MiB each'],
     [`peak RSS after ${r.memory.afterSessions} sessions`, `${r.memory.peakMiB.gateway} / ${r.memory.peakMiB.worker} MiB`, ''],
     ['first model request', `${r.prompt.firstRequest.total} tokens (system ${r.prompt.firstRequest.system}, tools ${r.prompt.firstRequest.tools})`, '≤ 1,500 tokens'],
@@ -171,6 +207,10 @@ function printTable(r: Record<string, any>) {
   for (const s of r.scaleOut) rows.push([`scale-out: ${s.workers} worker process(es)`, `${s.perSecond} msg/s (×${s.vsOneWorker}), lost ${s.lost}`, '']);
   if ('error' in r.cluster) rows.push(['Redis Cluster (3 nodes)', `not measured: ${r.cluster.error}`, '']);
   else rows.push(['Redis Cluster (3 nodes)', `${r.cluster.perSecond} msg/s, p50 ${r.cluster.p50} ms, lost ${r.cluster.lost}, keys in slot ${r.cluster.slot} only: ${r.cluster.oneSlot}`, '']);
+  printRows(rows);
+}
+
+function printRows(rows: [string, string, string][]) {
   const width = Math.max(...rows.map((x) => x[0].length));
   process.stdout.write(`\n${'measure'.padEnd(width)} | result | target\n${'-'.repeat(width)}-|--------|-------\n`);
   for (const [a, b, c] of rows) process.stdout.write(`${a.padEnd(width)} | ${b} | ${c}\n`);
