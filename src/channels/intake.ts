@@ -104,8 +104,11 @@ export class Intake {
     return { kind: 'refused', session, reason: 'queue_full', reply };
   }
 
-  /** True the first time this event is answered at once; false for a redelivery of it. */
-  private async firstAnswer(message: InboundMessage): Promise<boolean> {
+  /**
+   * True the first time this event is answered at once; false for a redelivery of it. Public for
+   * a channel's own at-once answers (Telegram's "file too large"), so every one is kept in one place.
+   */
+  async firstAnswer(message: Pick<InboundMessage, 'platform' | 'eventId'>): Promise<boolean> {
     const answered = this.options.answered;
     if (!answered) return true;
     const key = `${answered.prefix}:answered:${message.platform}:${message.eventId}`;

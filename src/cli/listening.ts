@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { SessionKeys } from '../queue/keys.js';
+import { redact } from './redis-bootstrap.js';
 
 /** How long a queued chat message may wait for a worker before the person is told what to check. */
 export const UNTAKEN_AFTER_MS = 10_000;
@@ -35,15 +36,5 @@ export class ListeningWatch {
     this.tell(
       `(No worker has taken this message after ${Math.round(this.afterMs / 1000)} s. Check that a worker runs with REDIS_URL=${redact(this.where.redisUrl)} and QUEUE_PREFIX=${this.where.prefix} (\`npm run worker\`), or run the chat without --no-worker to start one here. Still waiting.)`,
     );
-  }
-}
-
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return url;
   }
 }

@@ -77,7 +77,8 @@ export async function ensureRedis(url: string, explicit: boolean, allowPrivate: 
   };
 }
 
-function redact(url: string): string {
+/** The URL with its password masked, for messages. */
+export function redact(url: string): string {
   const u = new URL(url);
   if (u.password) u.password = '***';
   return u.toString();

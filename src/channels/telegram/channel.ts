@@ -10,7 +10,7 @@ import { telegramMessageSchema } from './update-schema.js';
 import { malformed } from '../payload.js';
 import { refusalText } from '../../delivery/approval-card.js';
 import type { Logger } from '../../log.js';
-import { replyOf, type IntakeResult } from '../intake.js';
+import { replyOf, type Intake } from '../intake.js';
 import { COMMANDS } from '../commands.js';
 import type { InboundMessage } from '../types.js';
 import { CLOUD_DOWNLOAD_LIMIT } from './download.js';
@@ -33,7 +33,7 @@ export interface TelegramSettings {
 export interface TelegramGatewayDeps {
   settings: TelegramSettings;
   attachmentMaxBytes: number;
-  intake: { accept(message: InboundMessage, botName?: string): Promise<IntakeResult> };
+  intake: Pick<Intake, 'accept' | 'firstAnswer'>;
   approvals: Pick<ApprovalDesk, 'decide'>;
   app: Express;
   redis: Redis;
@@ -47,8 +47,6 @@ export interface TelegramGatewayDeps {
 
 /** New messages (edits never start a second run) and presses of approval buttons. */
 const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
-/** How long an immediate answer (a command, a refusal) is remembered, so a redelivered update is not answered twice. */
-const ANSWERED_TTL_SECONDS = 24 * 3600;
 
 export const BOT_COMMANDS: BotCommand[] = [
   { command: ASK_COMMAND, description: 'ask me something (in a group: /ask@thisbot your question)' },
@@ -190,7 +188,7 @@ export class TelegramChannel {
     const { message } = n;
     if (n.kind === 'refuse') {
       this.log.info({ updateId, eventId: message.eventId, reason: n.reason }, 'telegram message refused');
-      if (await this.firstAnswer(message.eventId)) this.reply(message, n.reply);
+      if (await this.deps.intake.firstAnswer(message)) this.reply(message, n.reply);
       return;
     }
     this.log.debug({ updateId, eventId: message.eventId, trigger: n.trigger, text: message.text }, 'telegram message');
@@ -216,11 +214,6 @@ export class TelegramChannel {
     await withTelegramRetries(() => this.bot.api.answerCallbackQuery(queryId, { text }), { idempotent: true, maxWaitMs: 2_000 }).catch((err: unknown) =>
       this.log.warn({ error: describeTelegramError(err) }, 'could not answer the button press'),
     );
-  }
-
-  private async firstAnswer(eventId: string): Promise<boolean> {
-    const key = `${this.deps.prefix}:telegram:answered:${eventId}`;
-    return (await this.deps.redis.set(key, '1', 'EX', ANSWERED_TTL_SECONDS, 'NX')) === 'OK';
   }
 
   /** Answers at once, after the update is acknowledged: the reply never delays the hand-over. */

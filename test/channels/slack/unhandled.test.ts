@@ -21,15 +21,16 @@ const INTERACTIONS: [string, Record<string, unknown>][] = [
   ['no known type', { ...base, type: 'something_new' }],
 ];
 
-describe('slack: signed requests no listener handles are acknowledged at once, and skipped', () => {
-  let stack: Stack | undefined;
-  let slack: FakeSlack | undefined;
-  afterEach(async () => {
-    await stack?.close();
-    await slack?.close();
-    stack = slack = undefined;
-  });
+// The HTTP stacks of this file's tests, closed after each.
+let stack: Stack | undefined;
+let slack: FakeSlack | undefined;
+afterEach(async () => {
+  await stack?.close();
+  await slack?.close();
+  stack = slack = undefined;
+});
 
+describe('slack: signed requests no listener handles are acknowledged at once, and skipped', () => {
   it('answers 200 with an empty body for views, shortcuts, options, foreign buttons and unknown events; queues nothing', async () => {
     slack = await startFakeSlack();
     const s = (stack = await startSlackStack('slack-unhandled', slack));
@@ -65,14 +66,6 @@ describe('slack: signed requests no listener handles are acknowledged at once, a
 });
 
 describe('slack: a listener that fails is still answered 500 (Slack sends the event again)', () => {
-  let stack: Stack | undefined;
-  let slack: FakeSlack | undefined;
-  afterEach(async () => {
-    await stack?.close();
-    await slack?.close();
-    stack = slack = undefined;
-  });
-
   it('a mention whose enqueue throws', async () => {
     slack = await startFakeSlack();
     const s = (stack = await startSlackStack('slack-listener-fails', slack));
