@@ -1,4 +1,5 @@
 import { readFileSync, watch } from 'node:fs';
+import { dirname } from 'node:path';
 
 /** How many whole lines of `file` are `line` right now (read synchronously: the moment matters). */
 export function countLine(file: string, line: string): number {
@@ -7,7 +8,8 @@ export function countLine(file: string, line: string): number {
 
 /**
  * Resolves true as soon as `file` holds `line` more than `before` times, checked on every change
- * inotify reports (so a truncation before the write does not count), or false after `ms`.
+ * inotify reports in its folder (edits replace the file by a rename, so the file's own inode
+ * never changes again), or false after `ms`.
  */
 export function whenLineAdded(file: string, line: string, before: number, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -17,7 +19,7 @@ export function whenLineAdded(file: string, line: string, before: number, ms: nu
       resolve(added);
     };
     const check = () => countLine(file, line) > before && done(true);
-    const watcher = watch(file, check);
+    const watcher = watch(dirname(file), check);
     const timer = setTimeout(() => done(false), ms);
     check();
   });
