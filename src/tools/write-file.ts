@@ -1,5 +1,4 @@
-import { mkdir, stat } from 'node:fs/promises';
-import { writeFileAtomic } from './atomic-write.js';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { fsError } from './fs-errors.js';
@@ -42,7 +41,7 @@ export function createWriteFileTool(ws: Workspace, limits: Partial<typeof WRITE_
       signal.throwIfAborted();
       try {
         await mkdir(path.dirname(abs), { recursive: true });
-        await writeFileAtomic(abs, content, signal);
+        await writeFile(abs, content, { signal });
       } catch (err) {
         throw fsError(err, display);
       }
