@@ -55,3 +55,8 @@ export function refusedResult(name: string, approval: { decision: Exclude<Approv
   const why = approval.decision === 'denied' ? `denied by ${approval.by ?? 'the approver'}` : 'not approved in time (the approval expired)';
   return { ok: false, content: `Error: not run: ${name} was ${why}. Do not retry it; answer without it or ask the user.`, summary: `${name} → ${why}` };
 }
+
+/** A call that needs approval in a run nobody can approve (a scheduled turn): refused at once. */
+export function unattendedResult(name: string, why: string): { ok: false; content: string; summary: string } {
+  return { ok: false, content: `Error: not run: ${name} needs a person's approval, and ${why}. Do not retry it; answer without it and say what was not done.`, summary: `${name} → refused: nobody can approve in this run` };
+}

@@ -1,7 +1,7 @@
 import { runToolCall } from '../tools/run.js';
 import type { ToolResult } from '../tools/types.js';
 import type { AssistantMessage } from './types.js';
-import { interruptedResult, refusedResult } from './replay.js';
+import { interruptedResult, refusedResult, unattendedResult } from './replay.js';
 import { append, emit, type RunState } from './state.js';
 import { ApprovalPending, RunSuspended } from './suspend.js';
 
@@ -14,8 +14,9 @@ import { ApprovalPending, RunSuspended } from './suspend.js';
  * write) and its result after. A call an earlier run finished is not run again: its recorded
  * result is used. A call an earlier run started without a recorded result is run again only
  * when the tool only reads; otherwise the model is told it was interrupted. A call that needs
- * approval and has no decision in the journal parks the run (ApprovalPending); a denied or
- * expired one is not run and the model reads why.
+ * approval and has no decision in the journal parks the run (ApprovalPending), or is refused at
+ * once when nobody can approve (a scheduled turn); a denied or expired one is not run and the
+ * model reads why.
  */
 export async function runTools(state: RunState, message: AssistantMessage, narration: string): Promise<boolean> {
   const { tools, signal, journal, suspend, limits } = state.input;
@@ -52,7 +53,8 @@ export async function runTools(state: RunState, message: AssistantMessage, narra
     const rerunnable = !tool || tool.readOnly === true;
     const gated = !startedBefore && state.input.needsApproval?.(name) === true;
     const approval = gated ? state.replay.approval(callId) : undefined;
-    if (gated && !approval) {
+    const unattended = gated && !approval ? state.input.unattended : undefined;
+    if (gated && !approval && unattended === undefined) {
       narrate();
       throw new ApprovalPending({ step, callId, name, args });
     }
@@ -62,6 +64,10 @@ export async function runTools(state: RunState, message: AssistantMessage, narra
       narrate();
       emit(state, { type: 'tool_start', step, callId, name, args, replayed: true });
       result = interruptedResult(name);
+    } else if (unattended !== undefined) {
+      narrate();
+      emit(state, { type: 'tool_start', step, callId, name, args });
+      result = unattendedResult(name, unattended);
     } else if (approval && approval.decision !== 'approved') {
       narrate();
       emit(state, { type: 'tool_start', step, callId, name, args });

@@ -128,6 +128,8 @@ export interface AgentRunInput {
   journal?: StepJournal;
   /** The tool waits for a person's approval before it runs (the policy of this conversation). */
   needsApproval?: (tool: string) => boolean;
+  /** Nobody can approve in this run (a scheduled turn): a call that needs approval is refused at once, the model reading why. */
+  unattended?: string;
   /** The requester's model-token allowance; without it, model calls are not limited by person. */
   budget?: TokenAllowance;
   onEvent?: (event: AgentEvent) => void;

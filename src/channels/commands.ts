@@ -4,6 +4,8 @@ export const COMMANDS = {
   reset: 'forget this conversation and start fresh',
   stop: 'cancel the run that is working now',
   status: 'is a run active, what is queued, how the last run ended',
+  schedules: 'list the scheduled tasks of this conversation',
+  unschedule: 'remove a scheduled task: /unschedule <id>',
 } as const;
 
 export type CommandName = keyof typeof COMMANDS;
@@ -26,7 +28,7 @@ export function parseCommand(text: string, botName?: string): ParsedCommand | nu
 export function helpText(): string {
   const lines = Object.entries(COMMANDS).map(([name, what]) => `/${name} — ${what}`);
   return [
-    'I am Switchboard, an assistant that works with files in a workspace of this conversation: I can list, read, search, write and edit them, and I tell you what I am doing while I work.',
+    'I am Switchboard, an assistant that works with files in a workspace of this conversation: I can list, read, search, write and edit them, and I tell you what I am doing while I work. I can also do something later or regularly ("every weekday at 9:00, summarise yesterday\'s notes"): say the time and timezone.',
     'Just write your request. Commands:',
     ...lines,
   ].join('\n');

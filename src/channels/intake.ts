@@ -7,6 +7,8 @@ import { formatStatus, type SessionControl } from '../queue/control.js';
 import { helpText, parseCommand, unknownCommandText, type CommandName } from './commands.js';
 import { sessionKeyOf } from './session-key.js';
 import type { InboundMessage } from './types.js';
+import type { ScheduleBook } from '../schedules/schedule-book.js';
+import { scheduleList } from '../schedules/describe.js';
 
 export type IntakeResult =
   | { kind: 'queued'; session: string }
@@ -29,6 +31,8 @@ export interface IntakeOptions {
   answered?: { redis: Redis; prefix: string };
   /** SESSION_QUEUE_MAX for platform channels (the terminal chat has no cap). */
   queueMax?: number;
+  /** /schedules and /unschedule; APPROVERS may also remove others' schedules in a group. */
+  schedules?: { book: ScheduleBook; approvers: readonly string[] };
   metrics?: Metrics;
 }
 
@@ -71,7 +75,7 @@ export class Intake {
     if (command && command.name !== 'reset') {
       if (!(await this.firstAnswer(message))) return { kind: 'duplicate', session };
       this.metrics?.commands.inc({ platform: message.platform, command: command.name });
-      return { kind: 'command', session, name: command.name, ...(await this.command(command.name, session)) };
+      return { kind: 'command', session, name: command.name, ...(await this.command(command.name, session, message, command.args)) };
     }
     const queued = command?.name === 'reset' ? { ...message, command: 'reset' as const } : message;
     const max = message.platform === 'terminal' ? 0 : (this.options.queueMax ?? 0);
@@ -82,8 +86,11 @@ export class Intake {
     return result.status === 'queued' ? { kind: 'queued', session } : { kind: 'duplicate', session };
   }
 
-  private async command(name: Exclude<CommandName, 'reset'>, session: string): Promise<{ reply: string; ok: boolean }> {
+  private async command(name: Exclude<CommandName, 'reset'>, session: string, message: InboundMessage, args: string): Promise<{ reply: string; ok: boolean }> {
     switch (name) {
+      case 'schedules':
+      case 'unschedule':
+        return this.scheduleCommand(name, session, message, args);
       case 'help':
         return { reply: helpText(), ok: true };
       case 'status':
@@ -94,6 +101,19 @@ export class Intake {
         return { reply: stopped ? 'Stopping the current run…' : 'Nothing is running.', ok: true };
       }
     }
+  }
+
+  private async scheduleCommand(name: 'schedules' | 'unschedule', session: string, message: InboundMessage, args: string): Promise<{ reply: string; ok: boolean }> {
+    const schedules = this.options.schedules;
+    if (!schedules) return { reply: 'Schedules are not available here.', ok: false };
+    if (name === 'schedules') return { reply: scheduleList(await schedules.book.ofSession(session)), ok: true };
+    const id = args.split(/\s+/)[0] ?? '';
+    if (id === '') return { reply: 'Which one? /unschedule <id> — /schedules lists the ids.', ok: false };
+    const result = await schedules.book.cancel(id, message, schedules.approvers);
+    this.log.info({ session, scheduleId: id, by: message.sender.id, outcome: result.outcome }, 'unschedule');
+    if (result.outcome === 'not_found') return { reply: `No schedule "${id}" in this conversation. /schedules lists them.`, ok: false };
+    if (result.outcome === 'not_yours') return { reply: `Schedule ${id} was made by ${result.schedule?.origin.sender.name ?? 'someone else'}; only they (or an approver) can remove it.`, ok: false };
+    return { reply: `Removed ${id} "${result.schedule!.name}": it will not fire again.`, ok: true };
   }
 
   private async queueFull(message: InboundMessage, session: string, max: number): Promise<IntakeResult> {

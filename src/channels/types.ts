@@ -46,8 +46,21 @@ export interface InboundMessage {
   replyTo?: string;
   /** A control message, handled in order with the session's other messages. */
   command?: 'reset';
+  /**
+   * A turn asked by a schedule (src/schedules), not by a person writing now: answered where the
+   * schedule was made, as its own turn, with no approvals (nobody is there to click) and no new schedules.
+   */
+  scheduled?: ScheduledMark;
   /** Platform details the outbound half needs to reply (e.g. an interaction token). */
   meta?: Record<string, string>;
+}
+
+export interface ScheduledMark {
+  id: string;
+  name: string;
+  /** The firing time it stands for (ms since the epoch): one turn per firing. */
+  firedAt: number;
+  tz: string;
 }
 
 /** A tool call waiting for a click, as its card shows it. */

@@ -10,6 +10,7 @@ import { createRunQueue } from '../queue/run-queue.js';
 import { Producer } from '../queue/producer.js';
 import { SessionControl } from '../queue/control.js';
 import { TerminalClient, type TerminalOutput } from '../channels/terminal/client.js';
+import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
 import { Intake } from '../channels/intake.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
 import { ApprovalDesk } from '../queue/approvals.js';
@@ -77,9 +78,11 @@ ${USAGE}
       return new Promise<boolean>((resolve) => (answerApproval = (line) => resolve(/^y(es)?$/i.test(line.trim()))));
     },
   };
+  const firings = createFiringQueue(config.queue.prefix, connection, log);
+  const schedules = { book: new ScheduleBook(connection, config.queue.prefix, firings, config.schedules), approvers: config.approvals.approvers };
   const client = new TerminalClient(
     connectRedis(redis.url, 'switchboard-chat-reader', log),
-    new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)), log),
+    new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)), log, { schedules }),
     config.queue.prefix,
     values.session,
     userInfo().username,
@@ -93,6 +96,7 @@ ${USAGE}
     await client.close();
     await worker?.close();
     await queue.close();
+    await firings.close();
     connection.disconnect();
     await redis.stop();
   };

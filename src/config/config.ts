@@ -83,6 +83,8 @@ export interface Config {
   mcpConfigPath: string | undefined;
   access: AccessConfig;
   limits: LimitsConfig;
+  /** The schedules people make from the chat (schedule_task): the default timezone, how many each, how often at most. */
+  schedules: { defaultTz: string | undefined; perUser: number; minIntervalMs: number };
   channels: {
     telegram?: {
       token: string;
@@ -143,6 +145,7 @@ export function deriveConfig(env: Env): Config {
       sessionQueueMax: env.SESSION_QUEUE_MAX,
       messageMaxChars: env.MESSAGE_MAX_CHARS,
     },
+    schedules: { defaultTz: env.SCHEDULE_TZ, perUser: env.SCHEDULES_PER_USER, minIntervalMs: env.SCHEDULE_MIN_INTERVAL_S * 1000 },
     channels: {
       ...(env.TELEGRAM_BOT_TOKEN && {
         telegram: {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isTimezone } from '../schedules/when.js';
 
 /**
  * The configuration contract of ../DESIGN.md, plus the knobs of the queue and the agent loop.
@@ -104,6 +105,11 @@ export const envSchema = z
       .optional(),
     SESSION_QUEUE_MAX: int(1, 100_000, 50),
     MESSAGE_MAX_CHARS: int(100, 10_000_000, 20_000),
+    SCHEDULE_TZ: text('an IANA timezone name')
+      .refine(isTimezone, 'must be an IANA timezone name, e.g. Europe/Berlin, America/New_York or UTC')
+      .optional(),
+    SCHEDULES_PER_USER: int(0, 10_000, 10),
+    SCHEDULE_MIN_INTERVAL_S: int(1, 86_400, 60),
 
     TOOLS_EXEC: z.enum(['off', 'approve', 'on'], { error: 'must be off, approve or on' }).default('off'),
     EXEC_SANDBOX: z.enum(['bwrap', 'none'], { error: 'must be bwrap or none (no sandbox: commands run on the host)' }).default('bwrap'),

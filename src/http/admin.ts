@@ -20,6 +20,8 @@ import { renderRunView } from './run-view.js';
 import { pairingRouter } from './pairing-api.js';
 import type { PairingAdmin } from '../access/pairing-admin.js';
 import { boardApiGuard } from './query-guard.js';
+import { schedulesRouter } from './schedules-api.js';
+import type { ScheduleBook } from '../schedules/schedule-book.js';
 
 export interface AdminDeps {
   token: string | undefined;
@@ -33,6 +35,7 @@ export interface AdminDeps {
   runs: RunStore;
   metrics: Metrics;
   pairing: PairingAdmin;
+  schedules: ScheduleBook;
   log: Logger;
 }
 
@@ -54,6 +57,8 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
         description: 'One job per agent run of a session turn',
         externalJobUrl: (job) => ({ displayText: 'run view', href: `/admin/jobs/${encodeURIComponent(String(job.id))}` }),
       }),
+      // Its job schedulers are the schedules; each job one firing (the run it queues is in "agent runs").
+      new BullMQAdapter(deps.schedules.queue, { readOnlyMode: true, displayName: 'schedule firings', description: 'One job scheduler per schedule; one job per firing, which queues the scheduled turn' }),
     ],
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'Switchboard' } },
@@ -110,6 +115,7 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
     res.json({ paused: false });
   });
   api.use('/pairing', pairingRouter(deps.pairing, writable));
+  api.use('/schedules', schedulesRouter(deps.schedules, writable, deps.log));
   app.use('/admin/api', ...guard, api);
 
   mountMetrics(app, deps.metrics, deps.metricsPublic ? [] : guard);

@@ -28,6 +28,13 @@ function journalRow(entry: JournalEntry): string {
   return `<tr><td>${e(t)}</td><td><code>${e(detail)}</code></td></tr>`;
 }
 
+/** A scheduled turn says which schedule and which firing it answers. */
+function scheduledRow(run: RunRecord): string {
+  const mark = run.messages.find((m) => m.scheduled)?.scheduled;
+  if (!mark) return '';
+  return `<dt>scheduled</dt><dd><span class="state scheduled">scheduled</span> ${e(mark.id)} “${e(mark.name)}”, firing of ${e(new Date(mark.firedAt).toISOString())} (${e(mark.tz)})</dd>`;
+}
+
 /** The run view: summary, transcript (user → assistant with tool calls → tool results → final), timeline, delivered ids. */
 export function renderRunView(run: RunRecord, links: { dashboard: string }): string {
   const seconds = ((run.endedAt - run.startedAt) / 1000).toFixed(2);
@@ -46,6 +53,7 @@ ${run.detail ? `<dt>detail</dt><dd>${e(run.detail)}</dd>` : ''}
 <dt>steps</dt><dd>${run.steps} steps, ${run.modelCalls} model calls, ${run.toolCalls} tool calls</dd>
 <dt>tokens</dt><dd>${run.usage.promptTokens} prompt + ${run.usage.completionTokens} completion = ${run.usage.totalTokens}</dd>
 <dt>messages</dt><dd>${run.messages.map((m) => `${e(m.platform)} ${e(m.id)}`).join('<br>')}</dd>
+${scheduledRow(run)}
 <dt>delivered</dt><dd>${run.delivered.length ? run.delivered.map((id) => `<code>${e(id)}</code>`).join(', ') : '<span class="muted">nothing</span>'}</dd>
 ${run.undeliverable ? `<dt>undeliverable</dt><dd>${e(run.undeliverable)}</dd>` : ''}
 </dl>

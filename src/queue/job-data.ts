@@ -39,7 +39,8 @@ export function jobName(message: InboundMessage): string {
   const words = message.text.trim().split(/\s+/).slice(0, PREVIEW_WORDS).join(' ');
   const more = message.text.trim().split(/\s+/).length > PREVIEW_WORDS ? '…' : '';
   const where = message.thread ? `${message.conversation}/${message.thread}` : message.conversation;
-  return `${message.platform} ${where}: ${message.command ? `/${message.command}` : `${words}${more}`}`;
+  const what = message.command ? `/${message.command}` : `${words}${more}`;
+  return message.scheduled ? `scheduled ${message.scheduled.id} · ${message.platform} ${where}: ${what}` : `${message.platform} ${where}: ${what}`;
 }
 
 /**

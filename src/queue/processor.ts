@@ -15,6 +15,7 @@ import { executeTurn, type TurnResult } from './run-turn.js';
 import { SessionStore } from './session-store.js';
 import { selectTurn, toUserMessage, MAX_CLAIMS, type ClaimedMessage, type Turn } from './turn.js';
 import { doneSoFar } from './journal-summary.js';
+import { recordScheduledRun } from '../schedules/outcome.js';
 
 export type { RunDeps } from './run-context.js';
 
@@ -208,6 +209,10 @@ async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: Out
   };
   log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms, undeliverable: report.undeliverable }, 'run ended');
   deps.metrics?.onRunEnded(outcome, result.ms / 1000);
+  const scheduled = turn.taken.find((c) => c.message.scheduled)?.message;
+  if (scheduled && deps.schedules) {
+    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }) }, deps.outbound(scheduled.platform), log, deps.metrics);
+  }
   await done.jobLogs;
   await Promise.all([
     deps.runs

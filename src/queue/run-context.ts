@@ -16,6 +16,7 @@ import type { ToolPolicy } from '../tools/policy.js';
 import type { ExecOptions } from '../tools/sandbox.js';
 import type { Tool } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
+import type { ScheduleBook } from '../schedules/schedule-book.js';
 
 export interface RunDeps {
   redis: ScriptedRedis;
@@ -43,6 +44,8 @@ export interface RunDeps {
   exec?: ExecOptions;
   /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now. */
   extraTools?: (workspace: Workspace, platform: string) => Tool[];
+  /** schedule_task and friends, and what a scheduled turn's end does to its schedule; absent: no schedules. */
+  schedules?: { book: ScheduleBook; defaultTz: string | undefined; approvers: readonly string[]; /** the tools are offered (SCHEDULES_PER_USER > 0) */ offered: boolean };
   outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;

@@ -16,6 +16,7 @@ import { resolveApprovals } from './approval-step.js';
 import { toUserMessage, type Turn } from './turn.js';
 import { fitMessages } from './long-message.js';
 import { allowanceFor } from './token-allowance.js';
+import { createScheduleTools } from '../schedules/tools.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
 
@@ -70,11 +71,13 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
     const shown = await fitMessages(workspace, messages, deps.messageMaxChars, log);
     const budget = allowanceFor(ctx, to);
-    const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
+    const schedules = deps.schedules?.offered ? createScheduleTools(deps.schedules.book, { from: to, defaultTz: deps.schedules.defaultTz, approvers: deps.schedules.approvers }) : [];
+    const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...schedules, ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
     const outcome = await runAgent({
       model: deps.model,
       tools,
       needsApproval: (name) => deps.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
+      ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
       system: deps.system,
       history,
       input: shown.map((m) => toUserMessage(m, saved)),

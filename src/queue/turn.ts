@@ -1,6 +1,7 @@
 import type { ChatMessage } from '../agent/types.js';
-import type { Attachment, InboundMessage } from '../channels/types.js';
+import type { Attachment, InboundMessage, ScheduledMark } from '../channels/types.js';
 import type { SavedAttachment } from './attachments.js';
+import { describeTime } from '../schedules/when.js';
 
 /** A message that has started this many runs without being committed is given up on. */
 export const MAX_CLAIMS = 3;
@@ -20,7 +21,8 @@ export type Turn =
 /**
  * Fold policy: the messages waiting at the head of the inbox are answered together in one turn
  * (at most foldMax, as claimed), in arrival order. A control message (/reset) is a turn of its
- * own, so it takes effect exactly between the messages sent before and after it. A head message
+ * own, so it takes effect exactly between the messages sent before and after it; so is a
+ * scheduled one (it runs with fewer rights than a person's message: no approvals, no schedules). A head message
  * that has already started MAX_CLAIMS runs (its worker died each time) is answered with an
  * honest line instead of being tried forever.
  */
@@ -29,9 +31,10 @@ export function selectTurn(claimed: ClaimedMessage[]): Turn {
   if (!head) throw new Error('selectTurn needs at least one message');
   if (head.claims > MAX_CLAIMS) return { kind: 'crashed', taken: [head] };
   if (head.message.command === 'reset') return { kind: 'reset', taken: [head] };
+  if (head.message.scheduled) return { kind: 'agent', taken: [head] };
   const taken: ClaimedMessage[] = [];
   for (const c of claimed) {
-    if (c.message.command !== undefined || c.claims > MAX_CLAIMS) break;
+    if (c.message.command !== undefined || c.message.scheduled || c.claims > MAX_CLAIMS) break;
     taken.push(c);
   }
   return { kind: 'agent', taken };
@@ -49,6 +52,12 @@ export function toUserMessage(message: InboundMessage, saved: ReadonlyMap<Attach
     if (!where) return `- ${a.name}${size}`;
     return 'path' in where ? `- ${where.path}${size}` : `- ${a.name}${size}: not saved, ${where.error}`;
   });
-  const content = files.length ? `${message.text}\n\n[Attached files, in the workspace:]\n${files.join('\n')}` : message.text;
+  const text = message.scheduled ? `${scheduledPreamble(message.scheduled)}\n\n${message.text}` : message.text;
+  const content = files.length ? `${text}\n\n[Attached files, in the workspace:]\n${files.join('\n')}` : text;
   return { role: 'user', content };
+}
+
+/** What the model is told of a scheduled turn: nobody wrote this just now, and what it may not do. */
+function scheduledPreamble(mark: ScheduledMark): string {
+  return `[Scheduled task "${mark.name}" (${mark.id}), firing of ${describeTime(mark.firedAt, mark.tz)}. Nobody is waiting in the chat: your answer is posted to the conversation. A scheduled run cannot create schedules or wait for approvals.]`;
 }

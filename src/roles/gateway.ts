@@ -21,6 +21,7 @@ import { UserRateLimit } from '../access/rate-limit.js';
 import { warnOpenDoors } from '../access/warnings.js';
 import { PairingAdmin } from '../access/pairing-admin.js';
 import { outboundNotify } from '../access/notify.js';
+import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
 
 export interface GatewayRole extends Role {
   server: Server;
@@ -54,7 +55,15 @@ export async function startGatewayRole(
   const pairing = new PairingStore(redis, config.queue.prefix);
   const rate = config.limits.userRatePerMinute > 0 ? new UserRateLimit(redis, config.queue.prefix, config.limits.userRatePerMinute) : undefined;
   const gate = new AccessGate(config.access, pairing, rate, log.child({ part: 'access' }), metrics);
-  const intake = new Intake(producer, control, log, { gate, answered: { redis, prefix: config.queue.prefix }, queueMax: config.limits.sessionQueueMax, metrics });
+  const firings = createFiringQueue(config.queue.prefix, redis, log);
+  const schedules = new ScheduleBook(redis, config.queue.prefix, firings, config.schedules);
+  const intake = new Intake(producer, control, log, {
+    gate,
+    answered: { redis, prefix: config.queue.prefix },
+    queueMax: config.limits.sessionQueueMax,
+    schedules: { book: schedules, approvers: config.approvals.approvers },
+    metrics,
+  });
   warnOpenDoors(config, log);
   metrics.queueDepth(() => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'));
   const app = createHttpApp();
@@ -73,6 +82,7 @@ export async function startGatewayRole(
     runs: new RunStore(redis, config.queue.prefix),
     metrics,
     pairing: new PairingAdmin(pairing, outboundNotify(config, redis, log), log.child({ part: 'pairing' })),
+    schedules,
     log,
   });
   for (const entry of CHANNELS) {
@@ -103,6 +113,7 @@ export async function startGatewayRole(
     // server.close() also closes idle keep-alive connections and lets requests in flight finish.
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await queue.close();
+    await firings.close();
     redis.disconnect();
   };
   return {

@@ -26,6 +26,9 @@ import { forgetToolServers, reportToolServers, REPORT_EVERY_MS } from '../queue/
 import { Metrics } from '../metrics/metrics.js';
 import { countedOutbound } from '../metrics/counted-outbound.js';
 import { TokenBudget } from '../access/token-budget.js';
+import { Producer } from '../queue/producer.js';
+import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
+import { startFiringWorker } from '../schedules/firing.js';
 
 export interface Role {
   /** `force`: leave active runs to be picked up by another worker instead of waiting for them. */
@@ -64,6 +67,8 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     if (!adapter) throw new Error(`no outbound adapter for platform "${platform}" in this worker`);
     return adapter;
   };
+  const firings = createFiringQueue(config.queue.prefix, redis, log);
+  const book = new ScheduleBook(redis, config.queue.prefix, firings, config.schedules);
   const runWorker = await startRunWorker(redisUrl, config.queue, {
     redis,
     queue,
@@ -83,10 +88,19 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     attachmentMaxBytes: config.attachmentMaxBytes,
     messageMaxChars: config.limits.messageMaxChars,
     ...(config.limits.userDailyTokens !== undefined && { tokenBudget: new TokenBudget(redis, config.queue.prefix, config.limits.userDailyTokens) }),
+    // SCHEDULES_PER_USER=0: nobody makes new schedules (the tools are not offered); existing ones still fire.
+    schedules: { book, defaultTz: config.schedules.defaultTz, approvers: config.approvals.approvers, offered: config.schedules.perUser > 0 },
     outbound,
     log,
     metrics,
     runs: new RunStore(redis, config.queue.prefix),
+  });
+  const firingWorker = await startFiringWorker(connectRedis(redisUrl, 'switchboard-firings', log), config.queue, {
+    book,
+    producer: new Producer(redis, queue, keys),
+    queueMax: config.limits.sessionQueueMax,
+    log: log.child({ part: 'schedules' }),
+    metrics,
   });
   const heartbeat = new WorkerHeartbeat(redis, config.queue.prefix, (err) => log.warn({ err }, 'worker heartbeat failed'));
   await heartbeat.start();
@@ -94,9 +108,11 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   return {
     async close(force = false) {
       await heartbeat.stop();
+      await firingWorker.close(force);
       await runWorker.close(force);
       await toolServers?.close();
       await queue.close();
+      await firings.close();
       redis.disconnect();
     },
   };

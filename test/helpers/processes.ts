@@ -48,6 +48,12 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
 /** Starts a worker process and waits for its "worker ready" log line. */
 export async function spawnWorker(env: Record<string, string>): Promise<Spawned> {
   const worker = spawnNode('src/cli/main.ts', ['worker'], { LOG_LEVEL: 'info', ...env });
-  await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), 20_000);
+  try {
+    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), 20_000);
+  } catch (err) {
+    // Not handed to the caller, so stopped here: a worker that starts late must not outlive its test.
+    worker.kill('SIGKILL');
+    throw err;
+  }
   return worker;
 }

@@ -64,7 +64,9 @@ export class DiscordHandlers {
           return await this.enqueue(interaction, normaliseCommand(view, Date.now()), botName);
         case 'stop':
         case 'status':
-        case 'help': {
+        case 'help':
+        case 'schedules':
+        case 'unschedule': {
           const result = await intake.accept(normaliseCommand(view, Date.now()), botName);
           log.info({ session, eventId: view.id, command: view.name, result: result.kind }, 'slash command');
           const reply = replyOf(result);

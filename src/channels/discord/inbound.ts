@@ -96,6 +96,8 @@ export interface CommandView {
   name: string;
   /** /ask's prompt option. */
   prompt?: string;
+  /** A chat command's argument (/unschedule's id). */
+  args?: string;
   channelId: string;
   guildId?: string;
   parentId?: string;
@@ -113,7 +115,7 @@ export function commandSession(view: Pick<CommandView, 'channelId'>): { platform
  * or queues in order with the session's messages.
  */
 export function normaliseCommand(view: CommandView, now: number): InboundMessage {
-  const text = view.name === 'ask' ? (view.prompt ?? '').trim() : `/${view.name}`;
+  const text = view.name === 'ask' ? (view.prompt ?? '').trim() : `/${view.name}${view.args?.trim() ? ` ${view.args.trim()}` : ''}`;
   return {
     v: 1,
     id: messageIdOf(view.id),

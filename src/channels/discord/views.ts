@@ -40,12 +40,14 @@ export function commandView(interaction: ChatInputCommandInteraction): CommandVi
   const member = interaction.member;
   const displayName = member && 'displayName' in member ? member.displayName : undefined;
   const prompt = interaction.commandName === 'ask' ? interaction.options.getString('prompt') : null;
+  const id = interaction.commandName === 'unschedule' ? interaction.options.getString('id') : null;
   return {
     id: interaction.id,
     token: interaction.token,
     applicationId: interaction.applicationId,
     name: interaction.commandName,
     ...(prompt !== null && { prompt }),
+    ...(id !== null && { args: id }),
     channelId: interaction.channelId,
     ...(interaction.guildId && { guildId: interaction.guildId }),
     ...(interaction.channel?.isThread() && interaction.channel.parentId && { parentId: interaction.channel.parentId }),

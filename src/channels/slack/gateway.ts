@@ -15,7 +15,7 @@ import { slackLogger } from './logger.js';
 import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
 
 export const ASK_COMMAND = '/ask';
-const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`, `/ask stop`, `/ask reset`.';
+const ASK_USAGE = 'Usage: `/ask your question` — or `/ask help`, `/ask status`, `/ask stop`, `/ask reset`, `/ask schedules`, `/ask unschedule <id>`.';
 const IDENTITY_RETRY_MS = [1_000, 5_000, 15_000, 60_000];
 
 interface Identity {
@@ -178,7 +178,7 @@ export class SlackGateway {
     log.info({ request: request.kind === 'command' ? request.name : request.kind }, 'slack command');
     if (request.kind === 'usage') return ASK_USAGE;
     // `/ask stop` is the chat command /stop: the intake checks access, then acts or queues it like any message.
-    const text = request.kind === 'command' ? `/${request.name}` : payload.text.trim();
+    const text = request.kind === 'command' ? `/${request.name}${request.args ? ` ${request.args}` : ''}` : payload.text.trim();
     const result = await this.ctx.intake.accept(askToInbound(payload, text, Date.now()));
     log.info({ session: result.session, result: result.kind }, 'slack command taken');
     const reply = replyOf(result);

@@ -104,13 +104,16 @@ export function toInbound(event: SlackMessageEvent, botUserId: string | undefine
 }
 
 /** What `/ask …` asks for: a question, one of the chat commands by name, or nothing (usage). */
-export type AskRequest = { kind: 'question' } | { kind: 'command'; name: 'help' | 'status' | 'stop' | 'reset' } | { kind: 'usage' };
+export type AskRequest = { kind: 'question' } | { kind: 'command'; name: AskCommand; args: string } | { kind: 'usage' };
+type AskCommand = 'help' | 'status' | 'stop' | 'reset' | 'schedules' | 'unschedule';
 
 export function parseAsk(text: string): AskRequest {
   const t = text.trim();
   if (!t) return { kind: 'usage' };
-  const word = /^\/?(help|status|stop|reset)$/i.exec(t)?.[1]?.toLowerCase();
-  return word ? { kind: 'command', name: word as 'help' | 'status' | 'stop' | 'reset' } : { kind: 'question' };
+  const bare = /^\/?(help|status|stop|reset|schedules)$/i.exec(t)?.[1]?.toLowerCase();
+  if (bare) return { kind: 'command', name: bare as AskCommand, args: '' };
+  const unschedule = /^\/?unschedule(?:\s+(\S+))?$/i.exec(t);
+  return unschedule ? { kind: 'command', name: 'unschedule', args: unschedule[1] ?? '' } : { kind: 'question' };
 }
 
 /**

@@ -76,7 +76,7 @@ describe('Discord gateway', () => {
     const first = await stackOn(fake, 'dc-reg1', { DISCORD_GUILD_ID: fake.ids.guild });
     await waitFor('connected', () => discordHealth(first).connected, 10_000);
     expect(fake.calls('PUT', /commands$/).map((r) => r.path)).toEqual([`/applications/${fake.ids.app}/guilds/${fake.ids.guild}/commands`]);
-    expect(fake.commands.guild.get(fake.ids.guild)!.map((c: { name: string }) => c.name)).toEqual(['ask', 'reset', 'stop', 'status', 'help']);
+    expect(fake.commands.guild.get(fake.ids.guild)!.map((c: { name: string }) => c.name)).toEqual(['ask', 'reset', 'stop', 'status', 'help', 'schedules', 'unschedule']);
     expect(fake.commands.global).toEqual([]);
     await first.close();
     open[0]!.stack = undefined;

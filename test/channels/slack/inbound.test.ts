@@ -133,9 +133,13 @@ describe('normalised messages and session keys', () => {
 describe('/ask', () => {
   it('parses questions, command words and nothing', () => {
     expect(parseAsk('  ')).toEqual({ kind: 'usage' });
-    expect(parseAsk('status')).toEqual({ kind: 'command', name: 'status' });
-    expect(parseAsk('/stop')).toEqual({ kind: 'command', name: 'stop' });
-    expect(parseAsk('RESET')).toEqual({ kind: 'command', name: 'reset' });
+    expect(parseAsk('status')).toEqual({ kind: 'command', name: 'status', args: '' });
+    expect(parseAsk('/stop')).toEqual({ kind: 'command', name: 'stop', args: '' });
+    expect(parseAsk('RESET')).toEqual({ kind: 'command', name: 'reset', args: '' });
+    expect(parseAsk('schedules')).toEqual({ kind: 'command', name: 'schedules', args: '' });
+    expect(parseAsk('unschedule k3f9qz')).toEqual({ kind: 'command', name: 'unschedule', args: 'k3f9qz' });
+    expect(parseAsk('/unschedule')).toEqual({ kind: 'command', name: 'unschedule', args: '' });
+    expect(parseAsk('unschedule my meetings tomorrow')).toEqual({ kind: 'question' });
     expect(parseAsk('help me write a poem')).toEqual({ kind: 'question' });
   });
 
