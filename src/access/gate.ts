@@ -40,6 +40,17 @@ export class AccessGate {
     return verdict;
   }
 
+  /**
+   * Whether the sender may still be answered here, for a turn they asked for earlier (a
+   * schedule firing): the access policy only — no rate limit, no new pairing code.
+   */
+  async stillAllows(message: InboundMessage): Promise<boolean> {
+    if (LOCAL_PLATFORMS.has(message.platform)) return true;
+    const policy = policyVerdict(message, this.access);
+    if (policy.allow) return true;
+    return policy.reason === 'pairing' && (await this.pairing.isApproved(message.platform, message.sender.id));
+  }
+
   private async decide(message: InboundMessage, command: string | undefined): Promise<GateVerdict> {
     if (this.rate && command !== 'stop') {
       const rate = await this.rate.consume(message.platform, message.sender.id, message.eventId);

@@ -111,7 +111,7 @@ export class Intake {
     if (id === '') return { reply: 'Which one? /unschedule <id> — /schedules lists the ids.', ok: false };
     const result = await schedules.book.cancel(id, message, schedules.approvers);
     this.log.info({ session, scheduleId: id, by: message.sender.id, outcome: result.outcome }, 'unschedule');
-    if (result.outcome === 'not_found') return { reply: `No schedule "${id}" in this conversation. /schedules lists them.`, ok: false };
+    if (result.outcome === 'not_found') return { reply: `No schedule "${id}" in this conversation. /schedules lists them (a thread's schedules are listed in that thread).`, ok: false };
     if (result.outcome === 'not_yours') return { reply: `Schedule ${id} was made by ${result.schedule?.origin.sender.name ?? 'someone else'}; only they (or an approver) can remove it.`, ok: false };
     return { reply: `Removed ${id} "${result.schedule!.name}": it will not fire again.`, ok: true };
   }

@@ -27,6 +27,8 @@ import { Metrics } from '../metrics/metrics.js';
 import { countedOutbound } from '../metrics/counted-outbound.js';
 import { TokenBudget } from '../access/token-budget.js';
 import { Producer } from '../queue/producer.js';
+import { AccessGate } from '../access/gate.js';
+import { PairingStore } from '../access/pairing-store.js';
 import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
 import { startFiringWorker } from '../schedules/firing.js';
 
@@ -98,6 +100,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   const firingWorker = await startFiringWorker(connectRedis(redisUrl, 'switchboard-firings', log), config.queue, {
     book,
     producer: new Producer(redis, queue, keys),
+    access: new AccessGate(config.access, new PairingStore(redis, config.queue.prefix), undefined, log.child({ part: 'access' }), metrics),
     queueMax: config.limits.sessionQueueMax,
     log: log.child({ part: 'schedules' }),
     metrics,

@@ -8,7 +8,7 @@ import type { Producer } from '../queue/producer.js';
 import { FIRINGS_QUEUE, type FiringJobData, type ScheduleBook } from './schedule-book.js';
 import type { Schedule } from './schedule-store.js';
 
-export type FiringOutcome = 'queued' | 'duplicate' | 'queue_full' | 'deleted' | 'paused';
+export type FiringOutcome = 'queued' | 'duplicate' | 'queue_full' | 'deleted' | 'paused' | 'refused';
 /** How a firing ended, as counted: its turn's end (outcome.ts), or why it never became one. */
 export type FiringMetricOutcome = 'completed' | 'failed' | 'cancelled' | 'undeliverable' | Exclude<FiringOutcome, 'queued'>;
 
@@ -46,6 +46,8 @@ export function firingMessage(schedule: Schedule, firedAt: number, now: number):
 export interface FiringDeps {
   book: ScheduleBook;
   producer: Producer;
+  /** Access control as it is now: a maker who lost access (revoked, removed from ALLOWED_USERS) is not answered. */
+  access?: { stillAllows(message: InboundMessage): Promise<boolean> };
   /** SESSION_QUEUE_MAX: a firing into a conversation with this many messages waiting is not queued (and counts as failed). */
   queueMax: number;
   log: Logger;
@@ -74,6 +76,13 @@ export function createFiringProcessor(deps: FiringDeps): (job: Job<FiringJobData
     }
     const message = firingMessage(schedule, firedAt, Date.now());
     const flog = log.child({ scheduleId: id, session: schedule.session, messageId: message.id });
+    if (deps.access && !(await deps.access.stillAllows(message))) {
+      // A recurring one is kept: it fires again once its maker has access again.
+      flog.warn({ owner: schedule.owner }, 'schedule firing dropped: its maker may no longer talk here');
+      count('refused');
+      if (schedule.spec.kind === 'once') await book.remove(schedule);
+      return { outcome: 'refused' };
+    }
     const result = await deps.producer.enqueue(message, deps.queueMax);
     if (result.status === 'full') {
       flog.warn({ max: deps.queueMax }, 'scheduled turn not queued: the conversation has too many messages waiting');

@@ -17,8 +17,8 @@ function message(id: string, text: string, extra: Partial<InboundMessage> = {}):
   };
 }
 
-function claimed(id: string, opts: { claims?: number; reset?: boolean } = {}): ClaimedMessage {
-  const m = message(id, `text ${id}`, opts.reset ? { command: 'reset' } : {});
+function claimed(id: string, opts: { claims?: number; reset?: boolean; scheduled?: boolean } = {}): ClaimedMessage {
+  const m = message(id, `text ${id}`, { ...(opts.reset && { command: 'reset' as const }), ...(opts.scheduled && { scheduled: { id: 'k3f9qz', name: 'digest', firedAt: Date.parse('2026-12-07T08:00:00Z'), tz: 'Europe/Berlin' } }) });
   return { message: m, raw: JSON.stringify(m), claims: opts.claims ?? 1 };
 }
 
@@ -27,6 +27,17 @@ const ids = (turn: { taken: ClaimedMessage[] }) => turn.taken.map((c) => c.messa
 describe('selectTurn', () => {
   it('MAX_CLAIMS is 3', () => {
     expect(MAX_CLAIMS).toBe(3);
+  });
+
+  it('a scheduled message is a turn of its own: not folded with a person’s messages before or after it', () => {
+    expect(ids(selectTurn([claimed('s', { scheduled: true }), claimed('a'), claimed('b')]))).toEqual(['s']);
+    expect(ids(selectTurn([claimed('a'), claimed('b'), claimed('s', { scheduled: true }), claimed('c')]))).toEqual(['a', 'b']);
+    expect(ids(selectTurn([claimed('s', { scheduled: true }), claimed('t', { scheduled: true })]))).toEqual(['s']);
+  });
+
+  it('the model reads a scheduled message as one: which schedule, which firing in its zone, then the prompt', () => {
+    const m = claimed('s', { scheduled: true }).message;
+    expect(toUserMessage(m).content).toBe('[Scheduled task "digest" (k3f9qz), firing of Mon 7 Dec 2026, 09:00 Europe/Berlin. Nobody is waiting in the chat: your answer is posted to the conversation. A scheduled run cannot create schedules or wait for approvals.]\n\ntext s');
   });
 
   it('a single message is an agent turn of its own', () => {

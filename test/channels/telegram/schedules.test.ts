@@ -5,6 +5,7 @@ import { createFiringQueue, ScheduleBook, type FiringQueue } from '../../../src/
 import type { RecordedRequest, Step } from '../../fakes/openai-server.js';
 import { waitFor } from '../../helpers/processes.js';
 import { TelegramHarness } from './harness.js';
+import { PairingStore } from '../../../src/access/pairing-store.js';
 
 const messagesOf = (req: RecordedRequest) => req.body.messages as ChatMessage[];
 const lastUser = (req: RecordedRequest) => String([...messagesOf(req)].reverse().find((m) => m.role === 'user')?.content ?? '');
@@ -59,6 +60,7 @@ describe('telegram: schedules made in a DM fire and answer in that DM', () => {
     expect(messagesOf(firingRequest).some((m) => m.role === 'user' && String(m.content).startsWith('schedule:'))).toBe(true);
     await sleep(2_500);
     expect(answerTexts(chat)).toHaveLength(2);
+    expect(await h.stack.metrics.registry.getSingleMetricAsString('switchboard_schedule_firings_total')).toContain('switchboard_schedule_firings_total{outcome="completed"} 1');
     // The run is marked scheduled in its job and record; the one-off left the list once fired.
     const jobs = await h.stack.queue.getJobs(['completed']);
     const job = jobs.find((j) => j.name.startsWith(`scheduled ${id} · telegram ${chat}`));
@@ -90,7 +92,7 @@ describe('telegram: schedules made in a DM fire and answer in that DM', () => {
     // Another chat does not see it and cannot remove it.
     h.dm(5104, `/unschedule ${id}`);
     await waitFor('the refusal', () => answerTexts(5104).length === 1, 10_000);
-    expect(answerTexts(5104)[0]).toBe(`No schedule "${id}" in this conversation. /schedules lists them.`);
+    expect(answerTexts(5104)[0]).toBe(`No schedule "${id}" in this conversation. /schedules lists them (a thread's schedules are listed in that thread).`);
     expect(await firings.getJobScheduler(id)).toBeDefined();
 
     h.dm(chat, `/unschedule ${id}`);
@@ -124,6 +126,33 @@ describe('telegram: SCHEDULE_TZ is the tool’s timezone when the model gives no
       expect(body.schedules[0]).toMatchObject({ spec: { tz: 'Asia/Tokyo' }, owner: `telegram:${chat}` });
       expect(new Date(body.schedules[0]!.nextAt).getUTCMinutes()).toBe(30);
       expect(new Date(body.schedules[0]!.nextAt).getUTCHours()).toBe(23);
+    } finally {
+      await h.close();
+    }
+  }, 45_000);
+});
+
+describe('telegram: a schedule whose maker lost access does not fire for them', () => {
+  it('DM_POLICY=pairing: approved, scheduled, revoked → the firing is dropped (counted refused), nothing asked or posted', async () => {
+    const h = await TelegramHarness.start('tg-sched-revoked', { DM_POLICY: 'pairing' });
+    try {
+      h.stack.fake.setHandler(scheduleModel);
+      const chat = 5301;
+      const store = new PairingStore(h.stack.redis, h.stack.config.queue.prefix);
+      await h.stack.redis.hset(`${h.stack.config.queue.prefix}:pairing:telegram:approved`, String(chat), JSON.stringify({ platform: 'telegram', userId: String(chat), approvedAt: Date.now(), by: 'test' }));
+      const at = new Date(Date.now() + 3_000).toISOString();
+      h.dm(chat, `schedule:${JSON.stringify({ when: at, timezone: 'UTC', prompt: 'secret report' })}`);
+      await waitFor('the schedule confirmed', () => h.answers(chat).length === 1, 20_000);
+      expect(String(h.answers(chat)[0]!.body.text)).toMatch(/^tool said: Scheduled /);
+      expect(await store.revoke('telegram', String(chat))).toBe(true);
+
+      const metric = () => h.stack.metrics.registry.getSingleMetricAsString('switchboard_schedule_firings_total');
+      await waitFor('the firing refused', async () => (await metric()).includes('{outcome="refused"} 1'), 20_000);
+      await sleep(1_000);
+      expect(h.answers(chat)).toHaveLength(1);
+      expect(h.stack.fake.requests.filter((r) => lastUser(r).startsWith('[Scheduled task'))).toEqual([]);
+      // A one-off had its one chance: it is gone.
+      expect(await h.stack.redis.keys(`${h.stack.config.queue.prefix}:schedule:*`)).toEqual([]);
     } finally {
       await h.close();
     }
