@@ -45,11 +45,14 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
   }
 }
 
+const WORKER_READY_MS = 60_000;
+
 /** Starts a worker process and waits for its "worker ready" log line. */
 export async function spawnWorker(env: Record<string, string>): Promise<Spawned> {
   const worker = spawnNode('src/cli/main.ts', ['worker'], { LOG_LEVEL: 'info', ...env });
   try {
-    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), 20_000);
+    // A cold start imports every SDK from disk: seconds alone, much longer beside other test files on 2 cores.
+    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), WORKER_READY_MS);
   } catch (err) {
     // Not handed to the caller, so stopped here: a worker that starts late must not outlive its test.
     worker.kill('SIGKILL');

@@ -33,6 +33,8 @@ describe('parseCommand', () => {
 
   it('an unknown command is reported by its lower-cased name', () => {
     expect(parseCommand('/frobnicate')).toEqual({ unknown: 'frobnicate' });
+    expect(parseCommand('/unschedule k3f9qz')).toEqual({ name: 'unschedule', args: 'k3f9qz' });
+    expect(parseCommand('/schedules@mybot', 'mybot')).toEqual({ name: 'schedules', args: '' });
     expect(parseCommand('/Deploy now')).toEqual({ unknown: 'deploy' });
     expect(parseCommand('/start-over')).toEqual({ unknown: 'start-over' });
   });
@@ -51,13 +53,13 @@ describe('parseCommand', () => {
 describe('help and unknown-command texts', () => {
   it('helpText names every command with its description', () => {
     const text = helpText();
-    expect(Object.keys(COMMANDS).sort()).toEqual(['help', 'reset', 'status', 'stop']);
+    expect(Object.keys(COMMANDS).sort()).toEqual(['help', 'reset', 'schedules', 'status', 'stop', 'unschedule']);
     for (const [name, what] of Object.entries(COMMANDS)) expect(text).toContain(`/${name} — ${what}`);
     expect(text.split('\n')).toHaveLength(2 + Object.keys(COMMANDS).length);
     expect(text.startsWith('I am Switchboard')).toBe(true);
   });
 
   it('unknownCommandText names the command and lists the real ones', () => {
-    expect(unknownCommandText('frobnicate')).toBe('Unknown command /frobnicate. Commands: /help, /reset, /stop, /status.');
+    expect(unknownCommandText('frobnicate')).toBe('Unknown command /frobnicate. Commands: /help, /reset, /stop, /status, /schedules, /unschedule.');
   });
 });
