@@ -1,4 +1,8 @@
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { spawnWorker, type Spawned } from '../helpers/processes.js';
+
+const LOG_DIR = process.env.CHAOS_LOG_DIR;
 
 /**
  * The worker processes of a chaos run: keeps `size` of them alive (a killed one is replaced at
@@ -110,6 +114,8 @@ export class Fleet {
   // The processor logs "run started" with the session and job once it has claimed a turn, and
   // "run ended" when it has delivered; anything else (or a line that is not JSON) is ignored.
   private onLine(pid: number, line: string): void {
+    // CHAOS_LOG_DIR keeps every worker line (the only record of a run that went wrong).
+    if (LOG_DIR) appendFileSync(join(LOG_DIR, 'workers.log'), `${pid} ${line}\n`);
     if (!line.startsWith('{')) return;
     let entry: { msg?: unknown; session?: unknown };
     try {

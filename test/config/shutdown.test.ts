@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/ports.js';
-import { spawnNode, waitFor, type Spawned } from '../helpers/processes.js';
+import { PROCESS_READY_MS, spawnNode, waitFor, type Spawned } from '../helpers/processes.js';
 import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from '../helpers/redis.js';
 
 const started: Spawned[] = [];
@@ -40,7 +40,7 @@ describe('stopping the real entry point', () => {
       LOG_LEVEL: 'info',
     });
     started.push(p);
-    await waitFor('ready', () => messages(p).includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(p.stderr()))), 20_000);
+    await waitFor('ready', () => messages(p).includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(p.stderr()))), PROCESS_READY_MS);
     p.kill(signal);
     expect(await p.exited).toBe(0);
     expect(messages(p).slice(-3)).toEqual([
@@ -49,5 +49,5 @@ describe('stopping the real entry point', () => {
       'stopped',
     ]);
     expect(p.stderr()).toContain('"graceMs":2000');
-  }, 30_000);
+  }, 90_000);
 });

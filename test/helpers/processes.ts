@@ -45,14 +45,14 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
   }
 }
 
-const WORKER_READY_MS = 60_000;
+/** How long a spawned process may take to be ready: a cold start imports every SDK from disk, much slower beside other test files on 2 cores. */
+export const PROCESS_READY_MS = 60_000;
 
 /** Starts a worker process and waits for its "worker ready" log line. */
 export async function spawnWorker(env: Record<string, string>): Promise<Spawned> {
   const worker = spawnNode('src/cli/main.ts', ['worker'], { LOG_LEVEL: 'info', ...env });
   try {
-    // A cold start imports every SDK from disk: seconds alone, much longer beside other test files on 2 cores.
-    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), WORKER_READY_MS);
+    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), PROCESS_READY_MS);
   } catch (err) {
     // Not handed to the caller, so stopped here: a worker that starts late must not outlive its test.
     worker.kill('SIGKILL');

@@ -276,6 +276,8 @@ describe('Discord: mentions and DMs', () => {
     await waitFor('the first run', () => stack.fake.requests.length === 1, 15_000);
     const two = fake.slash({ name: 'ask', channel: fake.ids.general, prompt: 'two' });
     await waitFor('/ask deferred', () => two.callbackType === 5);
+    // The /ask is queued after its deferral: wait for it, so "three" comes after it in the inbox.
+    await waitFor('/ask queued', async () => (await stack.redis.llen(stack.keys.inbox(`discord:${fake.ids.general}`))) === 2);
     const three = fake.userMessage({ channel: fake.ids.general, content: `<@${fake.ids.app}> three` });
     await waitFor('both queued', async () => (await stack.redis.llen(stack.keys.inbox(`discord:${fake.ids.general}`))) === 3);
     release();
