@@ -9,6 +9,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A hook that starts worker processes waits for each to be ready (up to PROCESS_READY_MS in test/helpers/processes.ts).
+    hookTimeout: 150_000,
   },
 });
