@@ -20,12 +20,13 @@ export function boundHistory(turns: readonly (readonly ChatMessage[])[], budgetT
 }
 
 /**
- * A turn's transcript as stored for later turns: tool results longer than `maxToolResultChars`
+ * A turn's transcript as stored for later turns: image parts become a line naming that, tool results longer than `maxToolResultChars`
  * are cut with a note, and so are long string values inside tool-call arguments (e.g. a whole
  * file passed to write_file). Arguments stay valid JSON, since some servers parse them.
  */
 export function compactTurn(transcript: readonly ChatMessage[], maxToolResultChars: number): ChatMessage[] {
   return transcript.map((m): ChatMessage => {
+    if (m.role === 'user') return withoutImages(m);
     if (m.role === 'tool' && typeof m.content === 'string' && m.content.length > maxToolResultChars) {
       return { ...m, content: cut(m.content, maxToolResultChars, 'tool result') };
     }
@@ -42,6 +43,18 @@ export function compactTurn(transcript: readonly ChatMessage[], maxToolResultCha
     return m;
   });
 }
+
+/**
+ * A picture is shown in its own turn only: what is kept of it (history, run records) is a line
+ * saying so, beside the text that names its file in the workspace. Megabytes of base64 in Redis
+ * would be sent again with every later turn.
+ */
+export function withoutImages(m: ChatMessage): ChatMessage {
+  if (m.role !== 'user' || !Array.isArray(m.content) || !m.content.some((p) => p.type === 'image_url')) return m;
+  return { ...m, content: m.content.map((p) => (p.type === 'image_url' ? { type: 'text' as const, text: IMAGE_NOT_KEPT } : p)) };
+}
+
+export const IMAGE_NOT_KEPT = '[An image was shown here; it is not kept in the history. Its file is in the workspace.]';
 
 function cut(text: string, max: number, what: string): string {
   return `${text.slice(0, max)}\n[… ${what} cut for history: ${text.length - max} of ${text.length} characters omitted]`;

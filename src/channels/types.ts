@@ -81,6 +81,26 @@ export interface ApprovalOutcome {
   at: number;
 }
 
+/** A workspace file the agent hands back into the conversation (the send_file tool). */
+export interface OutgoingFile {
+  /** The name it is shown under (the workspace file's base name). */
+  name: string;
+  /** Its path in the session's workspace, as the model named it (the terminal shows this instead of uploading). */
+  path: string;
+  /** Where the worker has it (the terminal chat, on the worker's machine, prints this). */
+  absolutePath: string;
+  size: number;
+  /** From the file name's extension; application/octet-stream when unknown. */
+  mime: string;
+  /** Plain text shown with the file (at most CAPTION_MAX_CHARS). */
+  caption?: string;
+  /** The file's content, read only by a platform that uploads it. */
+  read(): Promise<Uint8Array>;
+}
+
+/** Fits every platform's caption (Telegram's 1,024 is the smallest). */
+export const CAPTION_MAX_CHARS = 1000;
+
 /** What a posted message is for: platforms place and notify differently (the terminal prints status to stderr). */
 export type PostKind = 'status' | 'answer' | 'notice';
 
@@ -118,6 +138,14 @@ export interface OutboundAdapter {
    * save it in the session's workspace. Must refuse (throw) past `maxBytes` without reading on.
    */
   download?(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
+  /** The largest file `upload` takes, in bytes. Absent together with `upload`: no send_file on this platform. */
+  readonly uploadMaxBytes?: number;
+  /**
+   * Posts a file (with its caption) where `to` came from, in its thread or topic; returns the
+   * platform's message (or file) id. A failure is thrown as the platform's error, which
+   * `classifyWriteError` reads: the tool never sends a file twice.
+   */
+  upload?(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string>;
   /** Posts an approval card with Approve / Deny buttons where `to` came from; returns its message id. Absent: the platform cannot ask. */
   approvalCard?(to: InboundMessage, card: ApprovalCard): Promise<string>;
   /** Shows the decision on a card this adapter posted, without its buttons. */

@@ -12,6 +12,8 @@ export interface ModelConfig {
   name: string;
   stream: boolean;
   timeoutMs: number;
+  /** MODEL_VISION: image attachments (up to imageMaxBytes each) go to the model as image parts. */
+  vision: { enabled: boolean; imageMaxBytes: number };
 }
 
 export interface QueueConfig {
@@ -106,6 +108,7 @@ export function deriveConfig(env: Env): Config {
       name: env.AGENT_MODEL,
       stream: env.MODEL_STREAM,
       timeoutMs: env.MODEL_TIMEOUT_MS,
+      vision: { enabled: env.MODEL_VISION, imageMaxBytes: env.IMAGE_MAX_BYTES },
     },
     workspaceRoot: resolve(env.WORKSPACE_ROOT),
     port: env.PORT,

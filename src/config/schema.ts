@@ -56,6 +56,8 @@ export const envSchema = z
     AGENT_MODEL: text('a model name such as gpt-4.1-mini').default('gpt-4.1-mini'),
     MODEL_STREAM: flag(false),
     MODEL_TIMEOUT_MS: int(1_000, 600_000, 120_000),
+    MODEL_VISION: flag(false),
+    IMAGE_MAX_BYTES: int(1_024, 50_000_000, 5_000_000),
     WORKSPACE_ROOT: text('a folder path').default('./data/workspaces'),
     PORT: int(0, 65_535, 3000),
     ADMIN_TOKEN: text('a non-empty token').min(12, 'must be at least 12 characters').optional(),

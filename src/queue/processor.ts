@@ -2,7 +2,7 @@ import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { ChatMessage, RunOutcome } from '../agent/types.js';
 import { ApprovalPending, RunSuspended } from '../agent/suspend.js';
 import { requestApproval } from './approval-step.js';
-import { compactTurn } from '../agent/history.js';
+import { compactTurn, withoutImages } from '../agent/history.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import { deliverReply, type DeliveryReport, type OutboxRecord } from '../delivery/reply.js';
 import { honestLine } from '../delivery/honest-line.js';
@@ -181,7 +181,7 @@ function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'rese
   if (outcome.state === 'completed') return { mode: 'append', entry: JSON.stringify(compactTurn(outcome.transcript, HISTORY_TOOL_RESULT_CHARS)) };
   // The user messages as the model read them (a long one cut, with where it is saved), when it read any.
   const read = outcome.transcript.filter((m) => m.role === 'user');
-  const users = read.length > 0 ? read : turn.taken.map((c) => toUserMessage(c.message));
+  const users = (read.length > 0 ? read : turn.taken.map((c) => toUserMessage(c.message))).map(withoutImages);
   const note: ChatMessage = { role: 'assistant', content: `(No answer was given to this: the run ended ${outcome.state}, ${outcome.reason}.)` };
   return { mode: 'append', entry: JSON.stringify([...users, note]) };
 }

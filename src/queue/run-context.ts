@@ -29,6 +29,8 @@ export interface RunDeps {
   foldMax: number;
   workspaceRoot: string;
   attachmentMaxBytes: number;
+  /** MODEL_VISION: image attachments up to this size are shown to the model as pictures; absent: paths only. */
+  vision?: { imageMaxBytes: number };
   /** A longer message text is saved in the workspace and the model reads its beginning and where it is. */
   messageMaxChars: number;
   /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */

@@ -1,3 +1,4 @@
+import { withoutImages } from '../agent/history.js';
 import type { Redis } from 'ioredis';
 import type { AgentEvent, ChatMessage, RunOutcome, TokenUsage } from '../agent/types.js';
 import type { InboundMessage } from '../channels/types.js';
@@ -77,7 +78,7 @@ export function recordTranscript(transcript: readonly ChatMessage[]): ChatMessag
   return transcript.map((m) =>
     m.role === 'tool' && typeof m.content === 'string' && m.content.length > RECORD_TOOL_CHARS
       ? { ...m, content: `${m.content.slice(0, RECORD_TOOL_CHARS)}\n[cut in the run record at ${RECORD_TOOL_CHARS} characters]` }
-      : m,
+      : withoutImages(m),
   );
 }
 

@@ -15,8 +15,10 @@ import { FENCE } from './scripts.js';
 import { resolveApprovals } from './approval-step.js';
 import { toUserMessage, type Turn } from './turn.js';
 import { fitMessages } from './long-message.js';
+import { imagesOf } from './images.js';
 import { allowanceFor } from './token-allowance.js';
 import { createScheduleTools } from '../schedules/tools.js';
+import { createSendFileTool } from '../delivery/send-file.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
 
@@ -69,10 +71,12 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     progress.start();
     const messages = turn.taken.map((c) => c.message);
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
+    const images = deps.vision ? await imagesOf(workspace, saved, deps.vision.imageMaxBytes, log) : undefined;
     const shown = await fitMessages(workspace, messages, deps.messageMaxChars, log);
     const budget = allowanceFor(ctx, to);
     const schedules = deps.schedules?.offered ? createScheduleTools(deps.schedules.book, { from: to, defaultTz: deps.schedules.defaultTz, approvers: deps.schedules.approvers }) : [];
-    const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...schedules, ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
+    const sendFile = createSendFileTool(workspace, out, to);
+    const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...(sendFile ? [sendFile] : []), ...schedules, ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
     const outcome = await runAgent({
       model: deps.model,
       tools,
@@ -80,7 +84,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
       system: deps.system,
       history,
-      input: shown.map((m) => toUserMessage(m, saved)),
+      input: shown.map((m) => toUserMessage(m, saved, images)),
       ...(budget && { budget }),
       limits: deps.limits,
       signal,

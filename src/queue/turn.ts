@@ -1,6 +1,7 @@
 import type { ChatMessage } from '../agent/types.js';
 import type { Attachment, InboundMessage, ScheduledMark } from '../channels/types.js';
 import type { SavedAttachment } from './attachments.js';
+import type { ShownImage } from './images.js';
 import { describeTime } from '../schedules/when.js';
 
 /** A message that has started this many runs without being committed is given up on. */
@@ -44,17 +45,31 @@ function formatBytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** The user message the model sees for one inbound message, naming where its attachments were saved. */
-export function toUserMessage(message: InboundMessage, saved: ReadonlyMap<Attachment, SavedAttachment> = new Map()): ChatMessage {
+/**
+ * The user message the model sees for one inbound message, naming where its attachments were
+ * saved; with `images` (MODEL_VISION) the pictures follow the text as image parts.
+ */
+export function toUserMessage(
+  message: InboundMessage,
+  saved: ReadonlyMap<Attachment, SavedAttachment> = new Map(),
+  images: ReadonlyMap<Attachment, ShownImage> = new Map(),
+): ChatMessage {
+  const pictures: string[] = [];
   const files = message.attachments.map((a) => {
     const size = a.size === undefined ? '' : ` (${formatBytes(a.size)})`;
     const where = saved.get(a);
     if (!where) return `- ${a.name}${size}`;
-    return 'path' in where ? `- ${where.path}${size}` : `- ${a.name}${size}: not saved, ${where.error}`;
+    if (!('path' in where)) return `- ${a.name}${size}: not saved, ${where.error}`;
+    const image = images.get(a);
+    if (!image) return `- ${where.path}${size}`;
+    if ('notShown' in image) return `- ${where.path}${size}: ${image.notShown}, not shown to you`;
+    pictures.push(image.dataUrl);
+    return `- ${where.path}${size}: image ${pictures.length} below`;
   });
   const text = message.scheduled ? `${scheduledPreamble(message.scheduled)}\n\n${message.text}` : message.text;
   const content = files.length ? `${text}\n\n[Attached files, in the workspace:]\n${files.join('\n')}` : text;
-  return { role: 'user', content };
+  if (pictures.length === 0) return { role: 'user', content };
+  return { role: 'user', content: [{ type: 'text', text: content }, ...pictures.map((url) => ({ type: 'image_url' as const, image_url: { url } }))] };
 }
 
 /** What the model is told of a scheduled turn: nobody wrote this just now, and what it may not do. */

@@ -102,6 +102,25 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     expect(contents.slice(1)).toEqual(['user: cont my name is Ada', 'assistant: ack cont my name is Ada', 'user: cont what is my name?']);
   }, 60_000);
 
+  it('send_file prints where the file is (nothing is copied), and a file outside the workspace is an error the model reads', async () => {
+    h = await PipelineHarness.start('chat-file');
+    await seedWorkspace(h, 'files', { 'out/report.csv': 'a,b\n1,2\n' });
+    h.fake.setHandler((req) => {
+      const results = (req.body.messages as ChatMessage[]).filter((m) => m.role === 'tool').map((m) => String(m.content));
+      if (results.length === 0) return { content: 'Sending it.', toolCalls: [{ name: 'send_file', arguments: JSON.stringify({ path: 'out/report.csv', caption: 'the numbers' }) }] };
+      if (results.length === 1) return { content: 'And the other one.', toolCalls: [{ name: 'send_file', arguments: JSON.stringify({ path: '../../etc/passwd' }) }] };
+      return { content: `done: ${results.join(' | ')}` };
+    });
+    const run = await chat(h, ['--session', 'files', 'send me the report']);
+    expect(run.code).toBe(0);
+    const dir = join(h.workspaceRoot, workspaceFolderName(sessionKeyOf({ platform: 'terminal', conversation: 'files' })));
+    const lines = run.stdout.split('\n');
+    expect(lines).toContain(`[file] ${join(dir, 'out/report.csv')} (8 B): the numbers`);
+    expect(lines.filter((l) => l.startsWith('[file]'))).toHaveLength(1);
+    expect(run.stdout).toContain('done: Sent out/report.csv (8 B) into the conversation | Error: ');
+    expect(run.stdout).toContain('outside the workspace');
+  }, 60_000);
+
   it('an incomplete turn ("Let me look" + tool call, then the model keeps failing) fails honestly: exit 1, job failed, nothing completed', async () => {
     h = await PipelineHarness.start('chat-incomplete', { env: { AGENT_MODEL_RETRIES: '1' } });
     await h.addWorkers(1);

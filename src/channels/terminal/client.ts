@@ -3,6 +3,7 @@ import type { ApprovalCard, DeliveredOutcome } from '../types.js';
 import type { ApprovalDesk } from '../../queue/approvals.js';
 import { cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import type { Intake } from '../intake.js';
+import { formatBytes } from '../../tools/text.js';
 import { terminalMessage } from './inbound.js';
 import { terminalStreamKey, type TerminalEvent } from './stream.js';
 
@@ -103,6 +104,7 @@ export class TerminalClient {
     }
     if (event.type === 'approval_decided') return this.output.progress(decisionLine(event.outcome));
     if (event.type === 'progress') this.output.progress(event.line);
+    else if (event.type === 'file') this.output.answer(fileLine(event));
     else if (event.type === 'post') (event.kind === 'answer' ? this.output.answer : event.kind === 'status' ? this.output.progress : this.output.notice).call(this.output, event.text);
     else {
       for (const id of event.outcome.messageIds) {
@@ -111,4 +113,9 @@ export class TerminalClient {
       }
     }
   }
+}
+
+/** "[file] /srv/ws/…/report.pdf (12 KB): the March numbers". */
+function fileLine(event: Extract<TerminalEvent, { type: 'file' }>): string {
+  return `[file] ${event.absolutePath} (${formatBytes(event.size)})${event.caption ? `: ${event.caption}` : ''}`;
 }

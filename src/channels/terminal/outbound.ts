@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { STREAM_MAXLEN, terminalStreamKey, type TerminalEvent } from './stream.js';
 
@@ -24,6 +24,13 @@ export class TerminalOutbound implements OutboundAdapter {
 
   /** The terminal shows progress natively (stderr lines), so no status message is ever edited. */
   async edit(): Promise<void> {}
+
+  /** Nothing is copied: the chat prints the file's path (it runs where the worker can reach the workspace). */
+  readonly uploadMaxBytes = Number.MAX_SAFE_INTEGER;
+
+  async upload(to: InboundMessage, file: OutgoingFile): Promise<string> {
+    return this.write(to, { type: 'file', to: to.id, path: file.path, absolutePath: file.absolutePath, size: file.size, ...(file.caption !== undefined && { caption: file.caption }) });
+  }
 
   async progress(to: InboundMessage, line: string): Promise<void> {
     await this.write(to, { type: 'progress', to: to.id, line });

@@ -8,6 +8,8 @@ import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, PostKind } from '
 export type TerminalEvent =
   | { type: 'progress'; to: string; line: string }
   | { type: 'post'; to: string; kind: PostKind; text: string }
+  /** A file the agent sent (send_file): the chat prints where it is, nothing is copied. */
+  | { type: 'file'; to: string; path: string; absolutePath: string; size: number; caption?: string }
   | { type: 'ended'; to: string; outcome: DeliveredOutcome }
   | { type: 'approval'; to: string; card: ApprovalCard }
   | { type: 'approval_decided'; to: string; card: ApprovalCard; outcome: ApprovalOutcome };
