@@ -26,6 +26,7 @@ export class Metrics {
   readonly approvals = new Counter({ name: 'switchboard_approvals_total', help: 'Tool calls that waited for approval, by outcome (approved, denied, expired, cancelled)', labelNames: ['outcome'], registers: [this.registry] });
   readonly refusals = new Counter({ name: 'switchboard_refusals_total', help: 'Messages refused or runs stopped by access control and limits, by platform and reason (pairing, not_allowed, dm_disabled, channel_not_allowed, rate_limited, queue_full, budget)', labelNames: ['platform', 'reason'], registers: [this.registry] });
   readonly scheduleFirings = new Counter({ name: 'switchboard_schedule_firings_total', help: 'Schedule firings by outcome: how their turn ended (completed, failed, cancelled, undeliverable) or why none ran (queue_full, paused, deleted, duplicate: a firing already queued)', labelNames: ['outcome'], registers: [this.registry] });
+  readonly historySummaries = new Counter({ name: 'switchboard_history_summaries_total', help: 'Older history summarised before a turn (AGENT_HISTORY_TOKENS), by outcome: ok, failed (the turn went on with the older turns left out), skipped (no token budget left)', labelNames: ['outcome'], registers: [this.registry] });
   readonly deliveryErrors = new Counter({ name: 'switchboard_delivery_errors_total', help: 'Platform calls that failed, by operation', labelNames: ['platform', 'operation'], registers: [this.registry] });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {

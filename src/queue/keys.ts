@@ -27,6 +27,14 @@ export class SessionKeys {
   history(session: string): string {
     return `${this.prefix}:s:${session}:history`;
   }
+  /** How many turns were ever appended to the history (it keeps the last 200): what a summary's `covers` counts. */
+  historyCount(session: string): string {
+    return `${this.prefix}:s:${session}:history:n`;
+  }
+  /** The model's summary of the older turns (JSON HistorySummary), kept beside the raw turns. */
+  historySummary(session: string): string {
+    return `${this.prefix}:s:${session}:history:summary`;
+  }
   /** The last run's outcome (JSON), for /status. */
   last(session: string): string {
     return `${this.prefix}:s:${session}:last`;

@@ -3,6 +3,7 @@ import type { ChatMessage, RunOutcome } from '../agent/types.js';
 import { ApprovalPending, RunSuspended } from '../agent/suspend.js';
 import { requestApproval } from './approval-step.js';
 import { compactTurn, withoutImages } from '../agent/history.js';
+import type { StoredHistory } from './history-prompt.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import { deliverReply, type DeliveryReport, type OutboxRecord } from '../delivery/reply.js';
 import { honestLine } from '../delivery/honest-line.js';
@@ -69,7 +70,7 @@ export function createProcessor(deps: RunDeps): Processor {
     const messages = turn.taken.map((c) => c.message);
     deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
     // Independent round trips go out together: the history read and the job's data and log.
-    const storedHistory = deps.redis.lrange(deps.keys.history(session), 0, -1);
+    const storedHistory = readHistory(deps, session);
     await Promise.all([
       job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
       job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
@@ -127,7 +128,7 @@ async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: Tur
  * throws BullMQ's DelayedError) unless it is decided at once, and then the turn runs on from the
  * journal. A run stopped for a shutdown writes what it did and goes back to waiting for any worker.
  */
-async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: Promise<string[]>, out: OutboundAdapter): Promise<TurnResult> {
+async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: Promise<StoredHistory>, out: OutboundAdapter): Promise<TurnResult> {
   for (;;) {
     try {
       return await executeTurn(ctx, turn, journal, history, out);
@@ -173,6 +174,16 @@ async function deliverPending(ctx: RunContext, raw: string, journal: string[]): 
   ctx.log.warn({ pendingRun: record.runId, journaled: journal.length }, 'delivering the rest of a reply an earlier run committed');
   await deliver(ctx, ctx.deps.outbound(record.to.platform), record, new TurnJournal(ctx.store, parseJournal(journal)));
   await ctx.store.settle(raw, false);
+}
+
+/** The session's raw turns, their count and its summary, read in one round trip. */
+async function readHistory(deps: RunDeps, session: string): Promise<StoredHistory> {
+  const [entries, count, summary] = await Promise.all([
+    deps.redis.lrange(deps.keys.history(session), 0, -1),
+    deps.redis.get(deps.keys.historyCount(session)),
+    deps.redis.get(deps.keys.historySummary(session)),
+  ]);
+  return { entries, count, summary };
 }
 
 /** What the session's history keeps of a turn: the whole exchange when completed, else the request and a note. */

@@ -1,6 +1,7 @@
-import type { ChatMessage, RunOutcome } from '../agent/types.js';
+import type { RunOutcome } from '../agent/types.js';
 import { runAgent } from '../agent/loop.js';
-import { boundHistory } from '../agent/history.js';
+import { summarySection } from '../agent/summary.js';
+import { historyForTurn, type StoredHistory } from './history-prompt.js';
 import { buildTools } from '../tools/index.js';
 import { Workspace } from '../tools/workspace.js';
 import type { Attachment, InboundMessage, OutboundAdapter } from '../channels/types.js';
@@ -38,7 +39,7 @@ const NO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
  * message taken over and its attachments not fetched again. Throws a RunSuspended when the run
  * must stop without an outcome (shutdown, or it lost its turn).
  */
-export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJournal, storedHistory: Promise<string[]>, out: OutboundAdapter): Promise<TurnResult> {
+export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJournal, storedHistory: Promise<StoredHistory>, out: OutboundAdapter): Promise<TurnResult> {
   const { deps, session, jobId, log } = ctx;
   const none = { steps: 0, modelCalls: 0, toolCalls: 0, usage: { ...NO_USAGE }, transcript: turn.taken.map((c) => toUserMessage(c.message)) };
   const timeline: TimelineEntry[] = [];
@@ -66,14 +67,14 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
   let logs = Promise.resolve();
   try {
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
-    const history = boundHistory((await storedHistory).map((s) => JSON.parse(s) as ChatMessage[]), deps.historyTokens);
-    const workspace = Workspace.forScope(deps.workspaceRoot, session);
     progress.start();
+    const budget = allowanceFor(ctx, to);
+    const history = await historyForTurn(ctx, await storedHistory, deps.historyTokens, signal, budget);
+    const workspace = Workspace.forScope(deps.workspaceRoot, session);
     const messages = turn.taken.map((c) => c.message);
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
     const images = deps.vision ? await imagesOf(workspace, saved, deps.vision.imageMaxBytes, log) : undefined;
     const shown = await fitMessages(workspace, messages, deps.messageMaxChars, log);
-    const budget = allowanceFor(ctx, to);
     const schedules = deps.schedules?.offered ? createScheduleTools(deps.schedules.book, { from: to, defaultTz: deps.schedules.defaultTz, approvers: deps.schedules.approvers }) : [];
     const sendFile = createSendFileTool(workspace, out, to);
     const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...(sendFile ? [sendFile] : []), ...schedules, ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
@@ -82,8 +83,8 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       tools,
       needsApproval: (name) => deps.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
-      system: deps.system,
-      history,
+      system: history.summary ? `${deps.system}\n\n${summarySection(history.summary)}` : deps.system,
+      history: history.messages,
       input: shown.map((m) => toUserMessage(m, saved, images)),
       ...(budget && { budget }),
       limits: deps.limits,

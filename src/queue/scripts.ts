@@ -87,7 +87,7 @@ for i = 4, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
 return redis.call('LLEN', KEYS[3])
 `;
 
-// KEYS: lock, owner, inbox, history, last, outbox, claims, pending, journal
+// KEYS: lock, owner, inbox, history, last, outbox, claims, pending, journal, history count, history summary
 // ARGV: token, jobId, historyMode ('append' | 'reset' | 'keep'), historyEntry, historyMax,
 //       lastJson, outboxJson, session, n, ids (n)..., raw messages (n)...
 // Removes the n messages the run took (they must still be the inbox head), records the turn and
@@ -106,8 +106,12 @@ for i = 1, n do
 end
 redis.call('LTRIM', KEYS[3], n, -1)
 for i = 1, n do redis.call('HDEL', KEYS[7], ARGV[9 + i], ARGV[9 + i] .. '@') end
-if ARGV[3] == 'reset' then redis.call('DEL', KEYS[4]) end
+if ARGV[3] == 'reset' then redis.call('DEL', KEYS[4], KEYS[10], KEYS[11]) end
 if ARGV[3] == 'append' then
+  -- The count numbers the turns ever appended (the list keeps the last historyMax), so a summary
+  -- can say which turns it covers; a history from before the count starts at its length.
+  if redis.call('EXISTS', KEYS[10]) == 0 then redis.call('SET', KEYS[10], redis.call('LLEN', KEYS[4])) end
+  redis.call('INCR', KEYS[10])
   redis.call('RPUSH', KEYS[4], ARGV[4])
   redis.call('LTRIM', KEYS[4], -tonumber(ARGV[5]), -1)
 end
@@ -136,11 +140,21 @@ end
 return 1
 `;
 
+// KEYS: lock, owner, key   ARGV: token, jobId, value → 1, or -1 / -2 (fenced)
+// A session key only the run holding the session writes (the history summary).
+const FENCED_SET = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
+redis.call('SET', KEYS[3], ARGV[3])
+return 1
+`;
+
 export interface SessionScripts {
   sbEnqueue(seen: string, inbox: string, pending: string, message: string, ttl: number, session: string, max: number): Promise<number>;
   sbClaim(...args: (string | number)[]): Promise<(string | number)[]>;
   sbJournal(...args: string[]): Promise<number>;
   sbCommit(...args: (string | number)[]): Promise<number>;
+  sbFencedSet(...args: string[]): Promise<number>;
   sbSettle(...args: string[]): Promise<number>;
 }
 
@@ -153,7 +167,8 @@ export function withSessionScripts(redis: Redis): ScriptedRedis {
   redis.defineCommand('sbEnqueue', { numberOfKeys: 3, lua: ENQUEUE });
   redis.defineCommand('sbClaim', { numberOfKeys: 7, lua: CLAIM });
   redis.defineCommand('sbJournal', { numberOfKeys: 3, lua: JOURNAL });
-  redis.defineCommand('sbCommit', { numberOfKeys: 9, lua: COMMIT });
+  redis.defineCommand('sbCommit', { numberOfKeys: 11, lua: COMMIT });
+  redis.defineCommand('sbFencedSet', { numberOfKeys: 3, lua: FENCED_SET });
   redis.defineCommand('sbSettle', { numberOfKeys: 6, lua: SETTLE });
   return r;
 }

@@ -84,11 +84,17 @@ export class SessionStore {
     const s = this.session;
     const ids = c.taken.map((m) => m.message.id);
     const left = await this.redis.sbCommit(
-      this.lock, k.owner(s), k.inbox(s), k.history(s), k.last(s), k.outbox(s), k.claims(s), k.pending, k.journal(s),
+      this.lock, k.owner(s), k.inbox(s), k.history(s), k.last(s), k.outbox(s), k.claims(s), k.pending, k.journal(s), k.historyCount(s), k.historySummary(s),
       this.fence.token, this.fence.jobId, c.history.mode, c.history.entry, c.historyMax, c.last, c.outbox, s, ids.length, ...ids, ...c.taken.map((m) => m.raw),
     );
     if (left < 0) throw new FencedError('commit', left);
     return left;
+  }
+
+  /** Stores the history summary (JSON) while this run holds the session. */
+  async saveSummary(json: string): Promise<void> {
+    const code = await this.redis.sbFencedSet(this.lock, this.keys.owner(this.session), this.keys.historySummary(this.session), this.fence.token, this.fence.jobId, json);
+    if (code < 0) throw new FencedError('history summary write', code);
   }
 
   /** Clears the delivered reply (`delivered`: its outbox JSON, '' for none) and, with `release`, gives the session up. */

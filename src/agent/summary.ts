@@ -1,0 +1,96 @@
+import { estimateTextTokens, estimateTokens } from './budget.js';
+import { textOf } from './resolve.js';
+import type { ChatMessage, ModelClient, TokenUsage } from './types.js';
+
+/**
+ * History compaction: once a session's turns no longer fit AGENT_HISTORY_TOKENS, the older ones
+ * are summarised by the model into one note that the prompt carries instead of them. The raw
+ * turns are kept (the note only says how many of them it covers), so a bad summary loses nothing.
+ */
+export interface HistorySummary {
+  /** The turns it covers: the first `covers` ever appended to the session's history. */
+  covers: number;
+  text: string;
+  at: number;
+}
+
+export type HistoryPlan =
+  /** Summary (if any) and every turn after it fit the budget. */
+  | { kind: 'fits' }
+  /** The oldest `older` turns go into a new summary; `recent` are kept as they are. */
+  | { kind: 'summarise'; older: ChatMessage[][]; recent: ChatMessage[][] }
+  /** Even the newest turn alone does not leave room: nothing to summarise, the budget cuts as before. */
+  | { kind: 'cut' };
+
+/**
+ * Which turns to summarise: the newest whole turns that fit in half the budget stay verbatim
+ * (so the next compaction is some turns away, not on every message; the newest always stays),
+ * the older ones are summarised, oldest first and at most `maxInputTokens` of them in one call
+ * (the rest wait for the next turn's compaction).
+ */
+export function planHistory(turns: readonly ChatMessage[][], summaryTokens: number, budgetTokens: number, maxInputTokens: number): HistoryPlan {
+  const costs = turns.map((t) => estimateTokens(t));
+  if (summaryTokens + costs.reduce((a, b) => a + b, 0) <= budgetTokens) return { kind: 'fits' };
+  let kept = 0;
+  let used = 0;
+  for (let i = turns.length - 1; i >= 0 && used + costs[i]! <= budgetTokens / 2; i--) {
+    used += costs[i]!;
+    kept++;
+  }
+  const older = turns.length - Math.max(kept, 1);
+  if (older <= 0) return { kind: 'cut' };
+  let taken = 0;
+  for (let input = 0; taken < older && (taken === 0 || input + costs[taken]! <= maxInputTokens); taken++) input += costs[taken]!;
+  return { kind: 'summarise', older: turns.slice(0, taken), recent: turns.slice(taken) };
+}
+
+/** Longest text of one message in what the summariser reads. */
+const MESSAGE_CHARS = 1_500;
+/** Longest summary kept (a model that ignores "at most N words" does not fill the budget). */
+export const SUMMARY_MAX_CHARS = 6_000;
+
+const INSTRUCTIONS = [
+  'You keep the running summary of a chat between a person and you, an assistant that works with files and tools in a workspace.',
+  'Write the new summary from the summary so far and the turns that follow it.',
+  'Keep what later turns may need: facts and names the person gave, their preferences, decisions, requests still open, and the files you made or changed with what they hold.',
+  'Drop greetings and small talk. Write plain text, at most 300 words, in the language of the conversation. Answer with the summary only.',
+].join(' ');
+
+export type SummaryResult = { ok: true; text: string; usage: TokenUsage } | { ok: false; error: string; usage: TokenUsage };
+
+/** Asks the model for the summary of `previous` plus `turns`. Never throws. */
+export async function summariseTurns(model: ModelClient, previous: string | undefined, turns: readonly ChatMessage[][], signal: AbortSignal): Promise<SummaryResult> {
+  const rendered = turns.map((t) => t.map(renderMessage).filter((l) => l !== '').join('\n')).join('\n\n');
+  const response = await model.complete({
+    messages: [
+      { role: 'system', content: INSTRUCTIONS },
+      { role: 'user', content: `Summary so far:\n${previous ?? '(none yet)'}\n\nTurns that follow it:\n${rendered}` },
+    ],
+    tools: [],
+    signal,
+  });
+  if (response.stopReason === 'error') return { ok: false, error: response.error?.message ?? 'the model call failed', usage: response.usage };
+  const text = textOf(response.message).trim();
+  if (text === '') return { ok: false, error: 'the model answered with an empty summary', usage: response.usage };
+  return { ok: true, text: text.length > SUMMARY_MAX_CHARS ? `${text.slice(0, SUMMARY_MAX_CHARS)}…` : text, usage: response.usage };
+}
+
+/** What the prompt carries of the summary: a section after the system prompt. */
+export function summarySection(summary: HistorySummary): string {
+  return `## Earlier in this conversation\nYour summary of the ${summary.covers} earliest turns, which are no longer shown:\n${summary.text}`;
+}
+
+export function summaryTokens(summary: HistorySummary | undefined): number {
+  return summary ? estimateTextTokens(summarySection(summary)) : 0;
+}
+
+function renderMessage(m: ChatMessage): string {
+  const clip = (s: string) => (s.length > MESSAGE_CHARS ? `${s.slice(0, MESSAGE_CHARS)} […]` : s);
+  if (m.role === 'user') return `Person: ${clip(textOf(m))}`;
+  if (m.role === 'assistant') {
+    const calls = (m.tool_calls ?? []).map((c) => (c.type === 'function' ? `[you called ${c.function.name} ${clip(c.function.arguments)}]` : '')).filter(Boolean);
+    return [textOf(m) ? `You: ${clip(textOf(m))}` : '', ...calls].filter(Boolean).join('\n');
+  }
+  if (m.role === 'tool') return `[tool result: ${clip(textOf(m))}]`;
+  return '';
+}
