@@ -120,7 +120,7 @@ describe('doctor checks against platforms that refuse', () => {
       const results = await runDoctor(goodEnv({ SLACK_API_URL: partial.apiUrl, MCP_CONFIG: '', TOOLS_EXEC: 'off' }));
       const scopes = byName(results, 'slack scopes');
       expect(scopes.status).toBe('fail');
-      expect(scopes.found).toBe('missing chat:write.public, files:read, reactions:write');
+      expect(scopes.found).toBe('missing chat:write.public, files:read, files:write, reactions:write');
       expect(scopes.fix).toContain('reinstall');
       expect(failures(results)).toEqual(['slack scopes']);
     } finally {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { text as readBody } from 'node:stream/consumers';
+import { buffer as readBytes, text as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 
@@ -7,7 +7,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
  * An in-process fake of Slack's Web API (and Socket Mode) on 127.0.0.1 for driving the real
  * @slack/web-api and Bolt clients. Answers with Slack's shapes: HTTP 200 `{ ok: true, … }` or
  * `{ ok: false, error }`, 429 with Retry-After and `{ ok: false, error: 'ratelimited' }`. Keeps
- * the messages and reactions it was asked to make and records every call.
+ * the messages and reactions it was asked to make and records every call. Files are uploaded as
+ * Slack's external upload flow does it: files.getUploadURLExternal gives an upload URL on this
+ * server, the bytes are POSTed there (raw or multipart), files.completeUploadExternal shares them.
  */
 
 export const BOT_TOKEN = 'xoxb-test-bot-token';
@@ -61,6 +63,26 @@ export interface FakeEphemeral {
   message_ts: string;
 }
 
+/** The pseudo-method under which POSTs of file bytes to an upload URL are recorded (and can be scripted with `fail`). */
+export const UPLOAD_URL = 'upload_url';
+
+/** A file shared with files.completeUploadExternal. */
+export interface FakeUpload {
+  id: string;
+  /** As given to files.getUploadURLExternal. */
+  filename: string;
+  /** The `length` announced to files.getUploadURLExternal. */
+  length: number;
+  title?: string;
+  /** What arrived at the upload URL. */
+  bytes: Uint8Array;
+  /** The name of the multipart part the bytes came in (undefined for a raw body). */
+  partName?: string;
+  channel_id?: string;
+  thread_ts?: string;
+  initial_comment?: string;
+}
+
 export interface FakeFile {
   id: string;
   name: string;
@@ -82,6 +104,8 @@ export interface FakeSlack {
   /** Every reactions.add/remove that succeeded, as `+name` / `-name` per `channel:ts`. */
   reactionLog: Map<string, string[]>;
   fileRequests: { path: string; authorization: string | undefined }[];
+  /** Files shared with files.completeUploadExternal, in order. */
+  uploads: FakeUpload[];
   fail(method: string, ...failures: Failure[]): void;
   addFile(name: string, bytes: Uint8Array, mimetype: string): FakeFile;
   /** Calls of one method, successful ones only unless `all`. */
@@ -98,7 +122,7 @@ export interface FakeSlack {
 }
 
 /** Every bot scope the README asks for, as Slack lists them in `x-oauth-scopes`. */
-export const REQUIRED_SCOPES = ['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'im:history', 'reactions:write'];
+export const REQUIRED_SCOPES = ['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'files:write', 'im:history', 'reactions:write'];
 
 /**
  * `botToken`: the bot token it accepts (BOT_TOKEN unless a test brings its own). `scopes`: the
@@ -115,6 +139,10 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
   const failures = new Map<string, Failure[]>();
   const files = new Map<string, { file: FakeFile; bytes: Uint8Array }>();
   const fileRequests: FakeSlack['fileRequests'] = [];
+  const uploads: FakeUpload[] = [];
+  /** Uploads begun with files.getUploadURLExternal, by the ticket in their upload URL. */
+  const tickets = new Map<string, { id: string; filename: string; length: number; bytes?: Uint8Array; partName?: string; completed: boolean }>();
+  let uploadSeq = 0;
   const sockets = new Set<WebSocket>();
   const acks: { envelope_id: string; payload?: unknown }[] = [];
   let tsSeq = 0;
@@ -142,6 +170,7 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
     if (req.method === 'GET' && url.pathname.startsWith('/files-pri/')) return serveFile(req, res, url.pathname);
+    if (req.method === 'POST' && url.pathname.startsWith('/upload/v1/')) return serveUpload(req, res, url.pathname.slice('/upload/v1/'.length));
     if (!url.pathname.startsWith('/api/')) return send(res, 404, { ok: false, error: 'unknown_method' });
     const method = url.pathname.slice('/api/'.length);
     const params = parseBody(await readBody(req), req.headers['content-type'] ?? '');
@@ -242,11 +271,95 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
         reactionLog.set(key, [...(reactionLog.get(key) ?? []), `${method === 'reactions.add' ? '+' : '-'}${name}`]);
         return { ok: true };
       }
+      case 'files.getUploadURLExternal': {
+        const length = Number(p.length);
+        if (!p.filename) return { ok: false, error: 'invalid_arguments' };
+        // Slack: "Typically only occurs when the `length` provided is 0."
+        if (!Number.isInteger(length) || length <= 0) return { ok: false, error: 'missing_argument' };
+        const id = `F0UP${String(++uploadSeq).padStart(6, '0')}`;
+        const ticket = `${TEAM_ID}-${id}-${Math.random().toString(36).slice(2, 10)}`;
+        tickets.set(ticket, { id, filename: String(p.filename), length, completed: false });
+        return { ok: true, upload_url: `${origin}/upload/v1/${ticket}`, file_id: id };
+      }
+      case 'files.completeUploadExternal':
+        return completeUpload(p);
       case 'apps.connections.open':
         return { ok: true, url: `ws://127.0.0.1:${port}/link?ticket=fake` };
       default:
         return { ok: false, error: 'unknown_method' };
     }
+  }
+
+  /** files.completeUploadExternal: shares uploaded files, once each; one that never got its bytes is not found. */
+  function completeUpload(p: Record<string, any>): Record<string, unknown> {
+    let list: unknown;
+    try {
+      list = typeof p.files === 'string' ? JSON.parse(p.files) : p.files;
+    } catch {
+      return { ok: false, error: 'invalid_arguments' };
+    }
+    if (!Array.isArray(list) || list.length === 0 || list.some((f) => typeof f?.id !== 'string')) return { ok: false, error: 'invalid_arguments' };
+    if (p.thread_ts && !p.channel_id) return { ok: false, error: 'invalid_arguments' };
+    const entries = (list as { id: string; title?: string }[]).map((f) => ({ f, t: [...tickets.values()].find((t) => t.id === f.id) }));
+    if (entries.some(({ t }) => !t || !t.bytes || t.completed)) return { ok: false, error: 'file_not_found' };
+    for (const { f, t } of entries) {
+      t!.completed = true;
+      uploads.push({
+        id: t!.id,
+        filename: t!.filename,
+        length: t!.length,
+        bytes: t!.bytes!,
+        ...(t!.partName !== undefined && { partName: t!.partName }),
+        ...(f.title !== undefined && { title: String(f.title) }),
+        ...(p.channel_id && { channel_id: String(p.channel_id) }),
+        ...(p.thread_ts && { thread_ts: String(p.thread_ts) }),
+        ...(p.initial_comment !== undefined && { initial_comment: String(p.initial_comment) }),
+      });
+    }
+    return { ok: true, files: entries.map(({ f, t }) => ({ id: t!.id, title: f.title ?? t!.filename })) };
+  }
+
+  /**
+   * The upload URL: takes the bytes raw or as multipart/form-data (the file in any part) and
+   * answers 200 text/plain "OK - <bytes>", as Slack's file service does. Scripted failures:
+   * a 429, a dropped connection (bytes kept), or `{ error }` as an HTTP 500 with that text.
+   */
+  async function serveUpload(req: IncomingMessage, res: ServerResponse, ticket: string): Promise<void> {
+    const raw = await readBytes(req);
+    const call: Call = { method: UPLOAD_URL, params: { ticket, bodyBytes: raw.byteLength }, token: req.headers.authorization?.replace(/^Bearer /, ''), at: Date.now(), status: 200 };
+    calls.push(call);
+    const failure = failures.get(UPLOAD_URL)?.shift();
+    const plain = (status: number, text: string, headers: Record<string, string> = {}) => {
+      call.status = status;
+      res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+      res.end(text);
+    };
+    if (failure && 'status' in failure) return plain(429, 'ratelimited', { 'retry-after': String(failure.retryAfter) });
+    if (failure && 'error' in failure) {
+      call.error = failure.error;
+      return plain(500, failure.error);
+    }
+    const pending = tickets.get(ticket);
+    if (!pending || pending.completed) {
+      call.error = 'file_not_found';
+      return plain(404, 'file_not_found');
+    }
+    const type = req.headers['content-type'] ?? '';
+    if (type.startsWith('multipart/form-data')) {
+      const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      const part = [...form.entries()].find(([, v]) => typeof v !== 'string');
+      if (!part) return plain(400, 'no file in the form');
+      pending.bytes = new Uint8Array(await (part[1] as File).arrayBuffer());
+      pending.partName = part[0];
+    } else {
+      pending.bytes = new Uint8Array(raw);
+    }
+    call.params.bytes = pending.bytes.byteLength;
+    if (failure && 'drop' in failure) {
+      res.socket?.destroy();
+      return;
+    }
+    plain(200, `OK - ${pending.bytes.byteLength}`);
   }
 
   function serveFile(req: IncomingMessage, res: ServerResponse, path: string): void {
@@ -284,6 +397,7 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     reactions,
     reactionLog,
     fileRequests,
+    uploads,
     fail(method, ...steps) {
       failures.set(method, [...(failures.get(method) ?? []), ...steps]);
     },

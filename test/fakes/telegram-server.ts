@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import { text as readBody } from 'node:stream/consumers';
+import { buffer as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
+import { lookup } from 'mime-types';
 import { parseText } from './telegram-html.js';
+import { formToBody, imageSize, isUploadedFile, parseMultipart, photoDimensionsValid, photoSizes, type UploadedFile } from './telegram-upload.js';
 
 export { parseTelegramHtml, parseText } from './telegram-html.js';
 
@@ -13,6 +15,12 @@ export { parseTelegramHtml, parseText } from './telegram-html.js';
  * webhook is set, 400 "can't parse entities" for malformed HTML, "message is too long" past
  * 4,096 characters after entity parsing, "message is not modified", "message to edit/delete not
  * found", and scripted faults such as 429 with retry_after. Every call is recorded.
+ *
+ * Uploads (sendDocument, sendPhoto) arrive as multipart/form-data, as grammY sends them, and are
+ * answered with the Message Telegram returns (a `document`, or `photo` sizes): a file over 50 MB
+ * gets 413 "Request Entity Too Large", a photo that is not a PNG/JPEG/WebP IMAGE_PROCESS_FAILED,
+ * one past sendPhoto's bounds PHOTO_INVALID_DIMENSIONS, a caption past 1,024 characters
+ * "message caption is too long". Faults match uploads too (their `when` sees the parsed form).
  */
 
 export const BOT_ID = 7_000_001;
@@ -57,8 +65,22 @@ export interface BotMessage {
   silent?: true;
   /** The inline keyboard the message shows now (reply_markup.inline_keyboard); an edit without one removes it. */
   keyboard?: { text: string; callback_data?: string }[][];
+  /** A file the bot uploaded (sendDocument / sendPhoto); `text` is then its caption. */
+  file?: SentFile;
   deleted: boolean;
   edits: number;
+}
+
+export interface SentFile {
+  kind: 'document' | 'photo';
+  fileId: string;
+  /** The name it was uploaded under. */
+  name: string;
+  /** The document's mime_type as Telegram reports it (from the file name when the part says application/octet-stream). */
+  mime?: string;
+  bytes: Uint8Array;
+  /** The caption as sent. */
+  caption?: string;
 }
 
 export interface TgUser {
@@ -76,6 +98,9 @@ export interface FakeFile {
 }
 
 const TELEGRAM_FILE_LIMIT = 20 * 1024 * 1024;
+/** "Bots can currently send files of any type of up to 50 MB in size." */
+const TELEGRAM_UPLOAD_LIMIT = 50 * 1024 * 1024;
+const CAPTION_LIMIT = 1024;
 
 export const BOT_USER: TgUser = { id: BOT_ID, is_bot: true, first_name: 'Switchboard', username: BOT_USERNAME };
 
@@ -174,8 +199,8 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     }
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     if (!match) return sendJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
-    const raw = await readBody(req);
-    const body = raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams);
+    const parsed = parseBody(await readBody(req), req.headers['content-type'] ?? '', url);
+    const body = 'error' in parsed ? {} : parsed.body;
     const method = match[2]!;
     const call: RecordedCall = { method, body, at: Date.now() };
     calls.push(call);
@@ -184,7 +209,10 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       if (!payload.ok) call.error = payload.error_code;
       sendJson(res, status, payload);
     };
+    // Telegram's front end refuses an oversized upload before it looks at the token or the method.
+    if (Object.values(body).some((v) => isUploadedFile(v) && v.bytes.byteLength > TELEGRAM_UPLOAD_LIMIT)) return answer(413, { ok: false, error_code: 413, description: 'Request Entity Too Large' });
     if (match[1] !== token) return answer(401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    if ('error' in parsed) return answer(400, { ok: false, error_code: 400, description: `Bad Request: ${parsed.error}` });
     const fault = faults.find((f) => f.method === method && (f.when?.(body) ?? true));
     if (fault) {
       fault.times = (fault.times ?? 1) - 1;
@@ -250,6 +278,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         const chatId = Number(body.chat_id);
         const target = sent.find((m) => m.chatId === chatId && m.messageId === Number(body.message_id) && !m.deleted);
         if (!target) return bad('message to edit not found');
+        if (target.file) return bad('there is no text in the message to edit');
         const parsed = parseText(body.text, body.parse_mode);
         if ('error' in parsed) return bad(parsed.error);
         const keyboard = body.reply_markup?.inline_keyboard;
@@ -269,6 +298,9 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         target.deleted = true;
         return ok(true);
       }
+      case 'sendDocument':
+      case 'sendPhoto':
+        return sendMedia(method === 'sendPhoto' ? 'photo' : 'document', body, ok, bad);
       case 'sendChatAction':
         return ok(true);
       case 'answerCallbackQuery': {
@@ -290,14 +322,53 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   }
 
   function messageObject(chatId: number, messageId: number, text: string, body: any) {
+    return { ...messageBase(chatId, messageId, body), text };
+  }
+
+  function messageBase(chatId: number, messageId: number, body: any) {
     return {
       message_id: messageId,
       from: BOT_USER,
       chat: chatId > 0 ? { id: chatId, type: 'private', first_name: 'User' } : { id: chatId, type: 'supergroup', title: 'Group' },
       date: Math.floor(Date.now() / 1000),
-      text,
       ...(body.message_thread_id !== undefined && { message_thread_id: body.message_thread_id, is_topic_message: true }),
     };
+  }
+
+  /** sendDocument / sendPhoto: the file is kept (getFile serves it back) and the Message carries its document or photo sizes. */
+  function sendMedia(kind: 'document' | 'photo', body: any, ok: (result: unknown) => void, bad: (description: string) => void): void {
+    const upload: unknown = body[kind];
+    if (!isUploadedFile(upload)) return bad(`there is no ${kind} in the request`);
+    const caption = body.caption === undefined ? undefined : parseText(String(body.caption), body.parse_mode);
+    if (caption && 'error' in caption) return bad(caption.error);
+    if (caption && caption.text.length > CAPTION_LIMIT) return bad('message caption is too long');
+    const size = kind === 'photo' ? imageSize(upload.bytes) : undefined;
+    if (kind === 'photo' && !size) return bad('IMAGE_PROCESS_FAILED');
+    if (size && !photoDimensionsValid(size)) return bad('PHOTO_INVALID_DIMENSIONS');
+    const chatId = Number(body.chat_id);
+    const messageId = messageIdFor(chatId);
+    const fileId = `${kind}-${chatId}-${messageId}`;
+    files.set(fileId, { fileId, bytes: upload.bytes, path: `${kind}s/file_${files.size + 1}` });
+    const mime = documentMime(upload);
+    const replyTo = body.reply_parameters?.message_id;
+    sent.push({
+      chatId,
+      messageId,
+      text: caption?.text ?? '',
+      raw: body.caption ?? '',
+      ...(body.parse_mode && { parseMode: body.parse_mode }),
+      ...(replyTo !== undefined && { replyTo }),
+      ...(body.message_thread_id !== undefined && { threadId: body.message_thread_id }),
+      ...(body.disable_notification === true && { silent: true as const }),
+      file: { kind, fileId, name: upload.name, ...(kind === 'document' && mime && { mime }), bytes: upload.bytes, ...(body.caption !== undefined && { caption: String(body.caption) }) },
+      deleted: false,
+      edits: 0,
+    });
+    const media =
+      kind === 'photo'
+        ? { photo: photoSizes(fileId, size!, upload.bytes.byteLength) }
+        : { document: { file_name: upload.name, ...(mime && { mime_type: mime }), file_id: fileId, file_unique_id: `u-${fileId}`, file_size: upload.bytes.byteLength } };
+    ok({ ...messageBase(chatId, messageId, body), ...media, ...(caption && { caption: caption.text }) });
   }
 
   function getUpdates(res: ServerResponse, body: any, call: RecordedCall): void {
@@ -426,6 +497,26 @@ function heldResponse(res: ServerResponse, ms: number): ServerResponse {
     },
   };
   return held as unknown as ServerResponse;
+}
+
+/** A call's parameters: JSON, a multipart form (uploads), or the query string. */
+function parseBody(raw: Buffer, contentType: string, url: URL): { body: any } | { error: string } {
+  if (/^multipart\/form-data/i.test(contentType)) {
+    const form = parseMultipart(raw, contentType);
+    if ('error' in form) return form;
+    try {
+      return { body: formToBody(form) };
+    } catch {
+      return { error: "can't parse JSON object in a form field" };
+    }
+  }
+  return { body: raw.length > 0 ? JSON.parse(raw.toString('utf8')) : Object.fromEntries(url.searchParams) };
+}
+
+/** Telegram names the type from the file name when the client sent none (grammY sends application/octet-stream for everything). */
+function documentMime(file: UploadedFile): string | undefined {
+  if (file.type !== '' && file.type !== 'application/octet-stream') return file.type;
+  return lookup(file.name) || undefined;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

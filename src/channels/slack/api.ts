@@ -1,10 +1,10 @@
 import type { WriteFailure } from '../../delivery/pieces.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type Logger as SlackLogger } from '@slack/web-api';
+import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type FetchFunction, type Logger as SlackLogger } from '@slack/web-api';
 
 /** Slack's Web API base when SLACK_API_URL is not set. */
 export const SLACK_API_URL = 'https://slack.com/api/';
-const REQUEST_TIMEOUT_MS = 20_000;
+export const REQUEST_TIMEOUT_MS = 20_000;
 
 /** The WebClient base must end with a slash: method names are appended to it. */
 export function apiBase(apiUrl: string | undefined): string {
@@ -12,18 +12,24 @@ export function apiBase(apiUrl: string | undefined): string {
   return base.endsWith('/') ? base : `${base}/`;
 }
 
+/** `fetch` replaces the transport, and then owns the timeouts: the client's own (one for every request) is off. */
+export interface WebClientTransport {
+  fetch?: FetchFunction;
+}
+
 /**
  * A WebClient that never retries by itself: a write whose response was lost must not be sent
  * again behind our back (it may have been posted), and a 429 is handed to slackCall, which
  * knows whether the call may be repeated.
  */
-export function createWebClient(token: string, apiUrl: string | undefined, logger?: SlackLogger): WebClient {
+export function createWebClient(token: string, apiUrl: string | undefined, logger?: SlackLogger, transport: WebClientTransport = {}): WebClient {
   return new WebClient(token, {
     slackApiUrl: apiBase(apiUrl),
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
-    timeout: REQUEST_TIMEOUT_MS,
+    timeout: transport.fetch ? 0 : REQUEST_TIMEOUT_MS,
     ...(logger && { logger }),
+    ...(transport.fetch && { fetch: transport.fetch }),
   });
 }
 

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { WebClient } from '@slack/web-api';
+import type { Logger as SlackLogger, WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure } from './api.js';
 import { cardMessage, decidedMessage } from './approval-card.js';
@@ -9,6 +9,7 @@ import { downloadSlackFile } from './download.js';
 import { slackLogger } from './logger.js';
 import { escapePlain, slackPieces, statusText } from './format.js';
 import { engagedThreadKey, isDirect, parseMessageKey } from './ids.js';
+import { SLACK_UPLOAD_MAX_BYTES, uploadArguments, uploadedFileId, uploadTransport } from './upload.js';
 
 export interface SlackOutboundOptions {
   token: string;
@@ -37,7 +38,9 @@ export class SlackOutbound implements OutboundAdapter {
   readonly editIntervalMs = 1_000;
   /** `typing` adds the acknowledgement reaction once per message; the refresh only re-checks that. */
   readonly typingIntervalMs = 60_000;
+  readonly uploadMaxBytes = SLACK_UPLOAD_MAX_BYTES;
   private readonly client: WebClient;
+  private readonly sdkLog: SlackLogger;
   private readonly base: string;
   /** Reaction changes of one message, in order (the add of "eyes" may still be in flight when the run ends). */
   private readonly reactionChains = new Map<string, Promise<void>>();
@@ -45,7 +48,8 @@ export class SlackOutbound implements OutboundAdapter {
 
   constructor(private readonly options: SlackOutboundOptions) {
     this.base = apiBase(options.apiUrl);
-    this.client = createWebClient(options.token, options.apiUrl, slackLogger(options.log));
+    this.sdkLog = slackLogger(options.log);
+    this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
@@ -143,6 +147,24 @@ export class SlackOutbound implements OutboundAdapter {
 
   async download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
     return downloadSlackFile(attachment, this.options.token, this.base, maxBytes, signal);
+  }
+
+  /**
+   * Shares a workspace file where the answer goes (files.uploadV2: get an upload URL, POST the
+   * bytes, complete the upload into the channel / thread). Each attempt uploads under a new file
+   * id and only a completed one is shared, so the whole upload is repeated after a 429 (nothing
+   * was shared); any other failure is thrown for classifyWriteError: a lost answer, above all
+   * from completeUploadExternal, is an unknown outcome and is never repeated.
+   */
+  async upload(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
+    const bytes = await file.read();
+    // A client per upload: its transport carries this call's abort signal and the size-dependent timeout.
+    const client = createWebClient(this.options.token, this.options.apiUrl, this.sdkLog, { fetch: uploadTransport(this.base, bytes.byteLength, signal) });
+    const args = uploadArguments(to, file, bytes);
+    const res = await slackCall('files.uploadV2', () => client.files.uploadV2(args), { idempotent: false, signal });
+    const id = uploadedFileId(res) ?? '';
+    this.options.log.info({ channel: to.conversation, thread: to.thread, file: file.name, bytes: bytes.byteLength, id }, 'file uploaded');
+    return id;
   }
 
   private async postOne(to: InboundMessage, text: string, status: boolean): Promise<string> {

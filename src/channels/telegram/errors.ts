@@ -19,6 +19,10 @@ export type TelegramFailure =
   | { kind: 'migrated'; chatId: number }
   /** 400 "message to edit/delete not found" (or can't be edited any more). */
   | { kind: 'gone' }
+  /** 413 "Request Entity Too Large": the upload is over what the Bot API server takes; nothing was posted. */
+  | { kind: 'too_large' }
+  /** 400 PHOTO_INVALID_DIMENSIONS: sendPhoto refused the image's shape before posting; it can still go as a document. */
+  | { kind: 'bad_photo' }
   /** 401 / 404 on the token: the bot token is wrong or revoked. */
   | { kind: 'unauthorized' }
   /** 409 on getUpdates: another poller, or a webhook, holds this bot's updates. */
@@ -39,11 +43,13 @@ export function classifyTelegramError(err: unknown): TelegramFailure {
     if (code === 429) return { kind: 'rate_limited', retryAfterMs: Math.max(1, err.parameters.retry_after ?? 1) * 1000 };
     if (code === 401 || code === 404) return { kind: 'unauthorized' };
     if (code === 409) return { kind: 'conflict' };
+    if (code === 413) return { kind: 'too_large' };
     if (code >= 500) return { kind: 'transient' };
     if (err.parameters.migrate_to_chat_id !== undefined) return { kind: 'migrated', chatId: err.parameters.migrate_to_chat_id };
     if (text.includes('message is not modified')) return { kind: 'not_modified' };
     if (text.includes("can't parse entities") || text.includes('unsupported start tag') || text.includes('can\'t find end tag')) return { kind: 'bad_entities' };
     if (text.includes('message is too long') || text.includes('text is too long')) return { kind: 'too_long' };
+    if (text.includes('photo_invalid_dimensions')) return { kind: 'bad_photo' };
     if (/message to (edit|delete) not found|message can't be (edited|deleted)|message_id_invalid/.test(text)) return { kind: 'gone' };
     return { kind: 'fatal' };
   }
@@ -56,9 +62,10 @@ export function classifyTelegramError(err: unknown): TelegramFailure {
 }
 
 /**
- * What a failed sendMessage means for a reply: Telegram refused for good (bot blocked or
- * removed, chat not found, a request it will never accept), may have performed it, or surely
- * did not. A wrong token is worth retrying: the operator fixes it and the reply still goes out.
+ * What a failed post (sendMessage, or an upload) means for a reply: Telegram refused for good
+ * (bot blocked or removed, chat not found, a file too large, a request it will never accept),
+ * may have performed it, or surely did not. A wrong token is worth retrying: the operator fixes
+ * it and the reply still goes out.
  */
 export function telegramWriteFailure(err: unknown): WriteFailure {
   if (!(err instanceof GrammyError) && !(err instanceof HttpError)) return 'retry';
@@ -69,6 +76,8 @@ export function telegramWriteFailure(err: unknown): WriteFailure {
     case 'gone':
     case 'bad_entities':
     case 'too_long':
+    case 'too_large':
+    case 'bad_photo':
       return 'refused';
     default:
       return 'retry';

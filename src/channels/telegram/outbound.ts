@@ -1,11 +1,11 @@
-import type { Api } from 'grammy';
+import { InputFile, type Api } from 'grammy';
 import type { Logger } from '../../log.js';
 import { splitMessage } from '../../delivery/chunk.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
 import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import { approvalData } from './approval-data.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
-import { classifyTelegramError, describeTelegramError, sleep, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
+import { classifyTelegramError, describeTelegramError, grammySignal, sleep, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
 import { downloadFile } from './download.js';
 import { escapeHtml, toTelegramHtml, visibleLength } from './format.js';
 import { chatIdOf, isGroup, PLATFORM, threadIdOf } from './ids.js';
@@ -21,6 +21,23 @@ export const EDIT_INTERVAL_MS = 1000;
 export const TYPING_INTERVAL_MS = 4500;
 /** Longest a post waits for a chat's flood wait before trying anyway (the retry helper has the same cap per 429). */
 const MAX_FLOOD_WAIT_MS = 300_000;
+/** The Bot API's cap on a file a bot uploads: "Bots can currently send files of any type of up to 50 MB in size" (sendDocument). */
+export const UPLOAD_MAX_BYTES = 50 * 1024 * 1024;
+/**
+ * sendPhoto: "The photo must be at most 10 MB in size". Counted in decimal megabytes, so an image
+ * near the line goes as a document rather than risk a refusal.
+ */
+export const PHOTO_MAX_BYTES = 10_000_000;
+/** The image types Telegram shows inline as a photo (it recompresses them); every other file goes as a document, byte for byte. */
+const PHOTO_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
+
+type UploadAs = 'photo' | 'document';
+
+interface UploadPayload {
+  name: string;
+  bytes: Uint8Array;
+  caption?: string;
+}
 
 export interface TelegramOutboundOptions {
   token: string;
@@ -37,11 +54,13 @@ export interface TelegramOutboundOptions {
  * posted in order (replying to the request in groups, in its forum topic); a piece Telegram
  * refuses to parse is sent again as plain text. The status message is plain text, edited no
  * more than once a second per chat and deferred (never dropped, never blocking) during a 429.
+ * A file (send_file) is a multipart sendPhoto or sendDocument in the same place as an answer.
  */
 export class TelegramOutbound implements OutboundAdapter {
   readonly platform = PLATFORM;
   readonly editIntervalMs = EDIT_INTERVAL_MS;
   readonly typingIntervalMs = TYPING_INTERVAL_MS;
+  readonly uploadMaxBytes = UPLOAD_MAX_BYTES;
   private readonly pacer: ChatPacer;
 
   constructor(
@@ -104,15 +123,12 @@ export class TelegramOutbound implements OutboundAdapter {
   /** The card: the exact call in a code block, who asked, and an inline keyboard whose presses the gateway decides. */
   async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
     const chatId = chatIdOf(to);
-    const thread = threadIdOf(to);
-    const replyTo = isGroup(to) && to.replyTo !== undefined ? Number(to.replyTo) : undefined;
     const message = await withTelegramRetries(
       () =>
         this.api.sendMessage(chatId, approvalHtml(card), {
           parse_mode: 'HTML',
           reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: approvalData(card.id, 'approved') }, { text: 'Deny', callback_data: approvalData(card.id, 'denied') }]] },
-          ...(thread !== undefined && { message_thread_id: thread }),
-          ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+          ...placement(to, true),
         }),
       { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS },
     );
@@ -133,6 +149,16 @@ export class TelegramOutbound implements OutboundAdapter {
     return downloadFile(this.api, this.options.apiRoot, this.options.token, attachment.ref, maxBytes, signal);
   }
 
+  /**
+   * A workspace file where the answer goes (a reply in groups, in its forum topic), its caption as
+   * plain text: a png/jpeg/webp of at most 10 MB as a photo, anything else as a document.
+   */
+  async upload(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
+    const bytes = await file.read();
+    const as: UploadAs = PHOTO_TYPES.has(file.mime) && bytes.byteLength <= PHOTO_MAX_BYTES ? 'photo' : 'document';
+    return this.uploadAs(to, { name: uploadName(file.name), bytes, ...(file.caption !== undefined && { caption: file.caption }) }, as, signal);
+  }
+
   /** One piece of an answer: HTML when it renders within the limit, plain text when Telegram refuses the entities. */
   private async sendPiece(to: InboundMessage, piece: string, first: boolean): Promise<{ id: string; to: InboundMessage }> {
     const html = toTelegramHtml(piece);
@@ -143,9 +169,7 @@ export class TelegramOutbound implements OutboundAdapter {
       const failure = classifyTelegramError(err);
       if (failure.kind === 'migrated') {
         this.options.log.info({ from: to.conversation, to: failure.chatId }, 'telegram group became a supergroup; posting to its new id');
-        const moved: InboundMessage = { ...to, conversation: String(failure.chatId) };
-        delete moved.replyTo;
-        return this.sendPiece(moved, piece, first);
+        return this.sendPiece(movedTo(to, failure.chatId), piece, first);
       }
       if (!fits || (failure.kind !== 'bad_entities' && failure.kind !== 'too_long')) throw err;
       this.options.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; sending it as plain text');
@@ -158,17 +182,49 @@ export class TelegramOutbound implements OutboundAdapter {
     const chatId = chatIdOf(to);
     const flooded = this.pacer.floodWaitMs(chatId);
     if (flooded > 0) await sleep(Math.min(flooded, MAX_FLOOD_WAIT_MS));
-    const thread = threadIdOf(to);
-    const replyTo = how.reply && isGroup(to) && to.replyTo !== undefined ? Number(to.replyTo) : undefined;
     const message = await withTelegramRetries(
       () =>
         this.api.sendMessage(chatId, text, {
           ...(how.html && { parse_mode: 'HTML' as const }),
-          ...(thread !== undefined && { message_thread_id: thread }),
-          ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+          ...placement(to, how.reply),
           ...(!how.notify && { disable_notification: true, link_preview_options: { is_disabled: true } }),
         }),
       { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS, onWait: (failure, ms) => this.noteWait(chatId, 'sendMessage', failure, ms) },
+    );
+    return String(message.message_id);
+  }
+
+  /** An upload Telegram refused before posting anything is tried again where it can land: the group's new id, or as a document. */
+  private async uploadAs(to: InboundMessage, file: UploadPayload, as: UploadAs, signal: AbortSignal): Promise<string> {
+    try {
+      return await this.sendFile(to, file, as, signal);
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      if (failure.kind === 'migrated') {
+        this.options.log.info({ from: to.conversation, to: failure.chatId }, 'telegram group became a supergroup; uploading to its new id');
+        return this.uploadAs(movedTo(to, failure.chatId), file, as, signal);
+      }
+      if (as !== 'photo' || failure.kind !== 'bad_photo') throw err;
+      this.options.log.info({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the image as a photo; sending it as a document');
+      return this.uploadAs(to, file, 'document', signal);
+    }
+  }
+
+  /** sendPhoto / sendDocument (multipart) once, repeated only when Telegram surely did not post it: 429, or a request that never left. */
+  private async sendFile(to: InboundMessage, file: UploadPayload, as: UploadAs, signal: AbortSignal): Promise<string> {
+    const chatId = chatIdOf(to);
+    const flooded = this.pacer.floodWaitMs(chatId);
+    if (flooded > 0) await sleep(Math.min(flooded, MAX_FLOOD_WAIT_MS), signal);
+    signal.throwIfAborted();
+    const method = as === 'photo' ? 'sendPhoto' : 'sendDocument';
+    // No parse_mode: the caption is the model's plain text and shows as written.
+    const other = { ...placement(to, true), ...(file.caption !== undefined && { caption: file.caption }) };
+    const message = await withTelegramRetries(
+      (): Promise<{ message_id: number }> => {
+        const input = new InputFile(file.bytes, file.name);
+        return as === 'photo' ? this.api.sendPhoto(chatId, input, other, grammySignal(signal)) : this.api.sendDocument(chatId, input, other, grammySignal(signal));
+      },
+      { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS, signal, onWait: (failure, ms) => this.noteWait(chatId, method, failure, ms) },
     );
     return String(message.message_id);
   }
@@ -197,6 +253,28 @@ export class TelegramOutbound implements OutboundAdapter {
     if (failure.kind === 'rate_limited') this.pacer.flood(chatId, ms);
     this.options.log.info({ chat: chatId, method, failure: failure.kind, waitMs: ms }, 'telegram asked to wait; retrying after it');
   }
+}
+
+/** Where a post lands: in the request's forum topic, and (in groups, when asked) as a reply to the request. */
+function placement(to: InboundMessage, reply: boolean): { message_thread_id?: number; reply_parameters?: { message_id: number; allow_sending_without_reply: true } } {
+  const thread = threadIdOf(to);
+  const replyTo = reply && isGroup(to) && to.replyTo !== undefined ? Number(to.replyTo) : undefined;
+  return {
+    ...(thread !== undefined && { message_thread_id: thread }),
+    ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true as const } }),
+  };
+}
+
+/** The same request in a group that became a supergroup: its new id, and no reply (the old message ids do not carry over). */
+function movedTo(to: InboundMessage, chatId: number): InboundMessage {
+  const moved: InboundMessage = { ...to, conversation: String(chatId) };
+  delete moved.replyTo;
+  return moved;
+}
+
+/** grammY writes the file name unquoted into the part's header and throws on a line break: characters that would end or split it are replaced. */
+function uploadName(name: string): string {
+  return name.replace(/[\u0000-\u001f\u007f";\\]/g, '_') || 'file';
 }
 
 /** A status message is one message: only its newest lines are kept when it would pass the limit. */

@@ -5,7 +5,7 @@ import { request } from '../http.js';
 import { fail, ok, skip, type CheckResult } from '../types.js';
 
 /** The bot scopes the README (and docs/slack-manifest.yaml) ask for. */
-export const REQUIRED_SLACK_SCOPES = ['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'im:history', 'reactions:write'] as const;
+export const REQUIRED_SLACK_SCOPES = ['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'files:write', 'im:history', 'reactions:write'] as const;
 
 /** The required scopes missing from Slack's `x-oauth-scopes` header (a comma-separated list). */
 export function missingScopes(header: string, required: readonly string[] = REQUIRED_SLACK_SCOPES): string[] {

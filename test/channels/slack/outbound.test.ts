@@ -5,11 +5,20 @@ import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
 import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/api.js';
 import { memoryLedger } from '../../../src/delivery/pieces.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
-import type { InboundMessage } from '../../../src/channels/types.js';
-import { BOT_TOKEN, startFakeSlack, type FakeSlack } from '../../fakes/slack-server.js';
+import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
+import { SLACK_UPLOAD_MAX_BYTES, uploadTransport } from '../../../src/channels/slack/upload.js';
+import { BOT_TOKEN, startFakeSlack, UPLOAD_URL, type FakeSlack } from '../../fakes/slack-server.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';
 
 const log = createLogger(process.env.TEST_LOG ? 'debug' : 'silent');
+
+/** A workspace file as the send_file tool hands it over (its bytes in memory). */
+function outgoing(name: string, text: string, caption?: string): OutgoingFile {
+  const bytes = new TextEncoder().encode(text);
+  return { name, path: name, absolutePath: `/workspace/${name}`, size: bytes.byteLength, mime: 'text/csv', ...(caption !== undefined && { caption }), read: async () => bytes };
+}
+
+const UPLOAD_STEPS = ['files.getUploadURLExternal', UPLOAD_URL, 'files.completeUploadExternal'];
 
 function mentionIn(channel: string, ts: string, thread = ts): InboundMessage {
   return { v: 1, id: `${channel}:${ts}`, platform: 'slack', conversation: channel, thread, sender: { id: 'U0ADA' }, text: 'hi', attachments: [], eventId: `${channel}:${ts}`, receivedAt: 0, replyTo: ts };
@@ -169,5 +178,96 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     expect(err).toBeInstanceOf(SlackRefused);
     expect(err).toMatchObject({ code: 'invalid_auth' });
     expect(slack.messages).toHaveLength(0);
+  });
+
+  describe('upload (files.uploadV2 against the fake external upload flow)', () => {
+    const signal = () => AbortSignal.timeout(10_000);
+    const steps = () => slack.calls.filter((c) => UPLOAD_STEPS.includes(c.method)).map((c) => (c.status === 200 && !c.error ? c.method : `${c.method} ${c.error ?? c.status}`));
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+    it('shares the file in the thread of the message it answers: its bytes, name, and the caption escaped as plain text', async () => {
+      const id = await out.upload(to, outgoing('report.csv', 'a,b\n1,2\n', 'Q3 <numbers> & notes'), signal());
+      expect(steps()).toEqual(UPLOAD_STEPS);
+      expect(slack.callsOf('files.getUploadURLExternal')[0]!.params).toMatchObject({ filename: 'report.csv', length: '8' });
+      expect(slack.uploads).toHaveLength(1);
+      const [shared] = slack.uploads;
+      expect(shared).toMatchObject({ id, filename: 'report.csv', length: 8, title: 'report.csv', channel_id: 'C0CHAN', thread_ts: '1700000000.000100', initial_comment: 'Q3 &lt;numbers&gt; &amp; notes' });
+      expect(text(shared!.bytes)).toBe('a,b\n1,2\n');
+      expect(id).toMatch(/^F0UP/);
+      // The file is the message: no chat.postMessage beside it.
+      expect(slack.messages).toHaveLength(0);
+    });
+
+    it('in a DM the user did not thread it goes at the top level; no caption, no initial_comment', async () => {
+      const dm: InboundMessage = { ...mentionIn('D0DM', '1700000000.000200') };
+      delete dm.thread;
+      await out.upload(dm, outgoing('notes.txt', 'hello'), signal());
+      expect(slack.uploads).toHaveLength(1);
+      expect(slack.uploads[0]).toMatchObject({ channel_id: 'D0DM', filename: 'notes.txt' });
+      expect(slack.uploads[0]!.thread_ts).toBeUndefined();
+      expect(slack.uploads[0]!.initial_comment).toBeUndefined();
+      expect(slack.callsOf('files.completeUploadExternal')[0]!.params.thread_ts).toBeUndefined();
+    });
+
+    it('a 429 on files.completeUploadExternal is waited out (Retry-After) and the whole upload repeated: the file is shared once', async () => {
+      slack.fail('files.completeUploadExternal', { status: 429, retryAfter: 1 });
+      const id = await out.upload(to, outgoing('report.csv', 'x,y\n'), signal());
+      expect(steps()).toEqual([...UPLOAD_STEPS.slice(0, 2), 'files.completeUploadExternal ratelimited', ...UPLOAD_STEPS]);
+      const completes = slack.callsOf('files.completeUploadExternal', true);
+      expect(completes[1]!.at - completes[0]!.at).toBeGreaterThanOrEqual(950);
+      expect(slack.uploads.map((u) => ({ id: u.id, body: text(u.bytes) }))).toEqual([{ id, body: 'x,y\n' }]);
+    });
+
+    it('a 429 at the upload URL is waited out too; the bytes arrive once', async () => {
+      slack.fail(UPLOAD_URL, { status: 429, retryAfter: 1 });
+      await out.upload(to, outgoing('report.csv', 'x,y\n'), signal());
+      expect(slack.callsOf(UPLOAD_URL, true).map((c) => c.status)).toEqual([429, 200]);
+      expect(slack.uploads.map((u) => text(u.bytes))).toEqual(['x,y\n']);
+    });
+
+    it('a refusal (not_in_channel at completion, file_uploads_disabled up front) is thrown as SlackRefused: refused, not repeated, nothing shared', async () => {
+      slack.fail('files.completeUploadExternal', { error: 'not_in_channel' });
+      const notIn = await out.upload(to, outgoing('report.csv', 'x'), signal()).catch((e: unknown) => e);
+      expect(notIn).toMatchObject({ name: 'SlackRefused', code: 'not_in_channel' });
+      expect(out.classifyWriteError(notIn)).toBe('refused');
+      slack.fail('files.getUploadURLExternal', { error: 'file_uploads_disabled' });
+      const disabled = await out.upload(to, outgoing('report.csv', 'x'), signal()).catch((e: unknown) => e);
+      expect(disabled).toMatchObject({ name: 'SlackRefused', code: 'file_uploads_disabled' });
+      expect(out.classifyWriteError(disabled)).toBe('refused');
+      expect(steps()).toEqual([...UPLOAD_STEPS.slice(0, 2), 'files.completeUploadExternal not_in_channel', 'files.getUploadURLExternal file_uploads_disabled']);
+      expect(slack.uploads).toHaveLength(0);
+    });
+
+    it('a lost answer of files.completeUploadExternal (after the bytes went up) is unknown, never retry: it is not sent again', async () => {
+      slack.fail('files.completeUploadExternal', { drop: true });
+      const lost = await out.upload(to, outgoing('report.csv', 'once'), signal()).catch((e: unknown) => e);
+      expect(lost).toBeInstanceOf(SlackUnknownOutcome);
+      expect(out.classifyWriteError(lost)).toBe('unknown');
+      // Slack did share it; we only never heard so, and did not try again.
+      expect(steps()).toEqual(UPLOAD_STEPS);
+      expect(slack.uploads.map((u) => text(u.bytes))).toEqual(['once']);
+
+      slack.fail('files.completeUploadExternal', { error: 'internal_error' });
+      const internal = await out.upload(to, outgoing('report.csv', 'twice'), signal()).catch((e: unknown) => e);
+      expect(out.classifyWriteError(internal)).toBe('unknown');
+      expect(slack.callsOf('files.completeUploadExternal', true)).toHaveLength(2);
+    });
+
+    it('a failed POST of the bytes is thrown and not repeated; nothing is shared', async () => {
+      slack.fail(UPLOAD_URL, { error: 'upstream_failure' });
+      const err = await out.upload(to, outgoing('report.csv', 'x'), signal()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SlackUnknownOutcome);
+      expect(out.classifyWriteError(err)).not.toBe('retry');
+      expect(steps()).toEqual(['files.getUploadURLExternal', `${UPLOAD_URL} upstream_failure`]);
+      expect(slack.uploads).toHaveLength(0);
+    });
+
+    it('takes files up to 1 GB; the bot token never goes to an upload URL that is not Slack’s', async () => {
+      expect(out.uploadMaxBytes).toBe(SLACK_UPLOAD_MAX_BYTES);
+      expect(SLACK_UPLOAD_MAX_BYTES).toBe(1_000_000_000);
+      const send = uploadTransport(slack.apiUrl, 10, signal());
+      await expect(send('http://127.0.0.2:9/upload/v1/x', { method: 'POST', headers: { Authorization: `Bearer ${BOT_TOKEN}` } })).rejects.toThrow(/not sent there/);
+      await expect(send('https://evil.example/upload/v1/x', { method: 'POST' })).rejects.toThrow(/evil\.example; the bot token is not sent there/);
+    });
   });
 });

@@ -20,6 +20,8 @@ describe('classifyTelegramError: one mapping from Bot API errors to what to do n
     [tgError(409, 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running'), { kind: 'conflict' }],
     [tgError(502, 'Bad Gateway'), { kind: 'transient' }],
     [tgError(400, 'Bad Request: chat not found'), { kind: 'fatal' }],
+    [tgError(413, 'Request Entity Too Large'), { kind: 'too_large' }],
+    [tgError(400, 'Bad Request: PHOTO_INVALID_DIMENSIONS'), { kind: 'bad_photo' }],
     [netError('ECONNREFUSED'), { kind: 'unsent' }],
     [netError('ECONNRESET'), { kind: 'transient' }],
     [new Error('something else'), { kind: 'fatal' }],

@@ -1,13 +1,15 @@
+import { crc32, deflateSync } from 'node:zlib';
 import { memoryLedger } from '../../../src/delivery/pieces.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Api } from 'grammy';
+import { Api, GrammyError } from 'grammy';
+import { lookup } from 'mime-types';
 import { pino } from 'pino';
 import { createLogger } from '../../../src/log.js';
 import { parseEnv } from '../../../src/config/load.js';
 import { deriveConfig } from '../../../src/config/config.js';
 import { telegramModule } from '../../../src/channels/telegram/module.js';
-import { TelegramOutbound } from '../../../src/channels/telegram/outbound.js';
-import type { InboundMessage } from '../../../src/channels/types.js';
+import { TelegramOutbound, UPLOAD_MAX_BYTES } from '../../../src/channels/telegram/outbound.js';
+import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
 import { startFakeTelegram, parseTelegramHtml, TOKEN, type FakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers/processes.js';
 
@@ -180,6 +182,119 @@ describe('telegram outbound against a fake Bot API', () => {
     expect(err).toBeInstanceOf(Error);
     expect(err.message).toContain('401: Unauthorized');
     expect(err.message).not.toContain('wrong');
+  });
+});
+
+/** A file as the send_file tool hands it over (the bytes come from `read`, as from the workspace). */
+function outgoing(name: string, bytes: Uint8Array, caption?: string): OutgoingFile {
+  return { name, path: name, absolutePath: `/workspace/${name}`, size: bytes.byteLength, mime: lookup(name) || 'application/octet-stream', ...(caption !== undefined && { caption }), read: async () => bytes };
+}
+
+/** A real PNG of width × height grey pixels. */
+function png(width: number, height: number): Uint8Array {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc32(body), 8 + data.length);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const rows = Buffer.concat(Array.from({ length: height }, () => Buffer.from([0, ...Array.from({ length: width }, () => [128, 128, 128]).flat()])));
+  return new Uint8Array(Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]));
+}
+
+describe('telegram outbound: send_file uploads (multipart, real grammY against the fake)', () => {
+  let fake: FakeTelegram;
+  let out: TelegramOutbound;
+  const signal = new AbortController().signal;
+  beforeEach(async () => {
+    fake = await startFakeTelegram();
+    out = new TelegramOutbound(new Api(TOKEN, { apiRoot: fake.apiRoot }), { token: TOKEN, apiRoot: fake.apiRoot, log: createLogger('silent') });
+  });
+  afterEach(async () => {
+    await fake.close();
+  });
+
+  it('a document arrives with its bytes, name and plain-text caption, replying to the request in its forum topic', async () => {
+    const bytes = new TextEncoder().encode('quarter,revenue\nQ3,1200\n');
+    const id = await out.upload(to({ thread: '99' }), outgoing('report.csv', bytes, 'Q3 <numbers> & **notes**'), signal);
+
+    const [call] = fake.callsOf('sendDocument');
+    expect(call!.body).toMatchObject({ chat_id: GROUP_ID, message_thread_id: 99, reply_parameters: { message_id: 5, allow_sending_without_reply: true }, caption: 'Q3 <numbers> & **notes**' });
+    expect(call!.body.parse_mode).toBeUndefined();
+    const [message] = fake.sent;
+    expect(id).toBe(String(message!.messageId));
+    expect(message).toMatchObject({ chatId: GROUP_ID, threadId: 99, replyTo: 5, text: 'Q3 <numbers> & **notes**' });
+    expect(message!.file).toMatchObject({ kind: 'document', name: 'report.csv', mime: 'text/csv', caption: 'Q3 <numbers> & **notes**' });
+    expect(Buffer.from(message!.file!.bytes).equals(Buffer.from(bytes))).toBe(true);
+  });
+
+  it('in a DM it is a plain post; a name that would break the multipart header is made safe', async () => {
+    await out.upload(to({ conversation: '42', meta: { chatType: 'private' } }), outgoing('odd "name";\nx.txt', new TextEncoder().encode('x')), signal);
+    const [call] = fake.callsOf('sendDocument');
+    expect(call!.body.chat_id).toBe(42);
+    expect(call!.body.reply_parameters).toBeUndefined();
+    expect(call!.body.caption).toBeUndefined();
+    expect(fake.sent[0]!.file!.name).toBe('odd _name___x.txt');
+  });
+
+  it('a small PNG goes as a photo; one sendPhoto refuses for its shape, or one over 10 MB, goes as a document; each arrives once', async () => {
+    const small = png(4, 3);
+    await out.upload(to(), outgoing('chart.png', small, 'the chart'), signal);
+    expect(fake.callsOf('sendPhoto').map((c) => c.error)).toEqual([undefined]);
+    expect(fake.sent[0]!.file).toMatchObject({ kind: 'photo', name: 'chart.png', caption: 'the chart' });
+    expect(Buffer.from(fake.sent[0]!.file!.bytes).equals(Buffer.from(small))).toBe(true);
+
+    const strip = png(1, 40); // a ratio of 40: Telegram's PHOTO_INVALID_DIMENSIONS
+    await out.upload(to(), outgoing('strip.png', strip), signal);
+    expect(fake.callsOf('sendPhoto').map((c) => c.error)).toEqual([undefined, 400]);
+    expect(fake.callsOf('sendDocument').map((c) => c.error)).toEqual([undefined]);
+
+    const large = new Uint8Array(10_000_001);
+    large.set(png(1, 1));
+    await out.upload(to(), outgoing('huge.png', large), signal);
+    expect(fake.callsOf('sendPhoto')).toHaveLength(2);
+    expect(fake.callsOf('sendDocument').map((c) => c.error)).toEqual([undefined, undefined]);
+    expect(fake.sent.map((m) => [m.file!.kind, m.file!.name])).toEqual([
+      ['photo', 'chart.png'],
+      ['document', 'strip.png'],
+      ['document', 'huge.png'],
+    ]);
+  });
+
+  it('honours 429 retry_after on sendDocument: the file arrives once, after the wait', async () => {
+    fake.fault({ method: 'sendDocument', status: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } });
+    await out.upload(to(), outgoing('notes.txt', new TextEncoder().encode('notes')), signal);
+    const sends = fake.callsOf('sendDocument');
+    expect(sends.map((c) => c.error)).toEqual([429, undefined]);
+    expect(sends[1]!.at - sends[0]!.at).toBeGreaterThanOrEqual(1000);
+    expect(fake.sent.filter((m) => m.file)).toHaveLength(1);
+  });
+
+  it('a file over 50 MB gets 413 Request Entity Too Large, and a chat that forbids files refuses: both are refusals for good', async () => {
+    const err = await out.upload(to(), outgoing('big.bin', new Uint8Array(UPLOAD_MAX_BYTES + 1)), signal).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GrammyError);
+    expect((err as GrammyError).error_code).toBe(413);
+    expect(out.classifyWriteError(err)).toBe('refused');
+
+    fake.fault({ method: 'sendDocument', status: 400, description: 'Bad Request: not enough rights to send documents to the chat' });
+    const denied = await out.upload(to(), outgoing('a.txt', new TextEncoder().encode('a')), signal).catch((e: unknown) => e);
+    expect(out.classifyWriteError(denied)).toBe('refused');
+    expect(fake.callsOf('sendDocument')).toHaveLength(2);
+    expect(fake.sent).toEqual([]);
+  });
+
+  it('never repeats an upload whose response was lost (it may have arrived): the outcome is unknown', async () => {
+    fake.fault({ method: 'sendDocument', status: 200, description: '', drop: true });
+    const err = await out.upload(to(), outgoing('once.txt', new TextEncoder().encode('once')), signal).catch((e: unknown) => e);
+    expect(out.classifyWriteError(err)).toBe('unknown');
+    expect(fake.callsOf('sendDocument')).toHaveLength(1);
+    expect(fake.sent.map((m) => m.file?.name)).toEqual(['once.txt']);
   });
 });
 
