@@ -73,15 +73,18 @@ export function interactionGone(err: unknown): boolean {
 
 /**
  * What a failed message write means for a reply (see delivery/pieces.ts): 403/404/400 are
- * refusals for good (missing access, unknown channel, cannot message this user); no answer or a
- * 5xx may have posted it; a 429 or a bad bot token (the operator fixes it) did not.
+ * refusals for good (missing access, unknown channel, cannot message this user), and so is 413
+ * (40005 Request entity too large: a file over the channel's upload limit); no answer or a 5xx
+ * may have posted it; a 429 or a bad bot token (the operator fixes it) did not.
  */
 export function discordWriteFailure(err: unknown): WriteFailure {
   if (err instanceof DiscordNetworkError) return 'unknown';
   if (err instanceof DiscordRateLimitError || !(err instanceof DiscordApiError)) return 'retry';
   if (err.status >= 500) return 'unknown';
-  return err.status === 400 || err.status === 403 || err.status === 404 ? 'refused' : 'retry';
+  return REFUSALS.has(err.status) ? 'refused' : 'retry';
 }
+
+const REFUSALS = new Set([400, 403, 404, 413]);
 
 /**
  * An error as it may be logged. discord.js's REST errors carry the request URL and body as

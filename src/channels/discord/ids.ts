@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { InboundMessage } from '../types.js';
 
 /** 2015-01-01T00:00:00Z: snowflakes count milliseconds from here. */
@@ -12,6 +12,13 @@ const TOKEN_MARGIN_MS = 30_000;
 export const ORIGINAL = '@original';
 
 export const MESSAGE_LIMIT = 2_000;
+
+/**
+ * The largest file a bot may upload: Discord's default per-file limit, 10 MiB since January 2025
+ * for users, bots, webhooks and interaction responses alike (Reference → Uploading Files). A
+ * boosted server allows more; the floor holds everywhere.
+ */
+export const UPLOAD_MAX_BYTES = 10 * 1024 * 1024;
 
 /** When a snowflake (a message or interaction id) was made, ms since the epoch. */
 export function snowflakeTime(id: string): number {
@@ -60,6 +67,15 @@ export function tokenAlive(ref: Pick<InteractionRef, 'id'>, now: number): boolea
  */
 export function pieceNonce(to: Pick<InboundMessage, 'id'>, kind: string, index: number): string {
   return createHash('sha256').update(`${to.id}\n${kind}\n${index}`).digest('base64url').slice(0, 25);
+}
+
+/**
+ * The nonce of one upload: its retries share it (with `enforce_nonce` a resend after a lost
+ * response returns the message already made), yet a second send_file of the same file in the
+ * same turn is a message of its own. A resumed run never uploads again: the journal sees to that.
+ */
+export function uploadNonce(): string {
+  return randomBytes(18).toString('base64url');
 }
 
 /** The nonce of an approval card: one per approval, so a resent card (a lost response, a retried job) is not posted twice. */

@@ -3,16 +3,20 @@ import type { Logger } from '../../log.js';
 import type { FailureReason } from '../../agent/types.js';
 import { splitMessage } from '../../delivery/chunk.js';
 import { honestLine } from '../../delivery/honest-line.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
 import { cardButtons, cardText, decidedText } from './approval-card.js';
 import { downloadAttachment } from './download.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
 import { DiscordApiError, discordWriteFailure, interactionGone, safeError } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
-import { cardNonce, interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, type InteractionRef } from './ids.js';
-import type { DiscordRest } from './rest.js';
+import { cardNonce, interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, UPLOAD_MAX_BYTES, uploadNonce, type InteractionRef } from './ids.js';
+import type { DiscordRest, UploadPart } from './rest.js';
 
 const EPHEMERAL = 1 << 6;
+/** A deferred response that still shows "is thinking…". */
+const LOADING = 1 << 7;
+/** Megabytes over a slow link take longer than the client's JSON timeout. */
+const UPLOAD_TIMEOUT_MS = 120_000;
 /** No @everyone, @here, role or user pings from anything the model writes. */
 const NO_PINGS = { parse: [] as string[] };
 
@@ -122,11 +126,7 @@ export class DiscordOutbound implements OutboundAdapter {
    * posted. It pings no one.
    */
   async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
-    const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true };
-    if (to.replyTo && !interactionOf(to)) {
-      body.message_reference = { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false };
-      body.allowed_mentions = { parse: [], replied_user: false };
-    }
+    const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true, ...quietReply(to) };
     const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
     return posted.id;
   }
@@ -143,6 +143,23 @@ export class DiscordOutbound implements OutboundAdapter {
     } catch (err) {
       if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
     }
+  }
+
+  readonly uploadMaxBytes = UPLOAD_MAX_BYTES;
+
+  /**
+   * A workspace file as a message of its own: the attachment, with the caption as its text,
+   * pinging no one. A slash command gets it as a follow-up of its interaction while the token is
+   * valid, else (like its answer) in the channel; a mention or DM as a reply to the user's message.
+   */
+  async upload(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
+    const part: UploadPart = { name: file.name, data: await file.read(), contentType: file.mime };
+    const ref = interactionOf(to);
+    if (ref && this.usable(ref)) {
+      const posted = await this.uploadToInteraction(ref, file, part, signal);
+      if (posted) return posted;
+    }
+    return this.uploadToChannel(to, file, part, signal);
   }
 
   download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
@@ -248,6 +265,34 @@ export class DiscordOutbound implements OutboundAdapter {
     }
   }
 
+  /** Null when the interaction no longer takes messages: the caller uploads to the channel. */
+  private async uploadToInteraction(ref: InteractionRef, file: OutgoingFile, part: UploadPart, signal: AbortSignal): Promise<string | null> {
+    if (!(await this.hook(ref, () => this.settleDeferred(ref, file, signal)))) return null;
+    // Not idempotent, like any follow-up: one whose response was lost is not sent again (only a 429 is retried).
+    const posted = await this.hook(ref, () =>
+      this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: fileMessage(file), files: [part], timeoutMs: UPLOAD_TIMEOUT_MS, signal }),
+    );
+    return posted?.id ?? null;
+  }
+
+  /**
+   * While the deferred response still shows "is thinking…", Discord makes a follow-up that very
+   * response instead of a new message (documented, deprecated): the file would then sit under the
+   * progress lines and the answer that overwrite its caption. A progress line settles it first.
+   */
+  private async settleDeferred(ref: InteractionRef, file: OutgoingFile, signal: AbortSignal): Promise<true> {
+    const original = await this.rest.request<{ flags?: number }>('GET', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, signal });
+    if ((original.flags ?? 0) & LOADING) await this.editOriginal(ref, fitStatus(`• sending ${file.name}`));
+    return true;
+  }
+
+  /** With enforce_nonce a resent upload (a lost response, a 5xx) returns the message already made. */
+  private async uploadToChannel(to: InboundMessage, file: OutgoingFile, part: UploadPart, signal: AbortSignal): Promise<string> {
+    const body = { ...fileMessage(file), nonce: uploadNonce(), enforce_nonce: true, ...quietReply(to) };
+    const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, files: [part], idempotent: true, timeoutMs: UPLOAD_TIMEOUT_MS, signal });
+    return posted.id;
+  }
+
   private async postToChannel(to: InboundMessage, text: string, kind: PostKind, ref: InteractionRef | undefined, ledger: PieceLedger): Promise<string[]> {
     if (kind === 'status') return this.channelPieces(to, [fitStatus(text)], kind, ledger, 0);
     // An expired slash command's answer is a plain channel message: it names the user who asked.
@@ -280,4 +325,18 @@ export class DiscordOutbound implements OutboundAdapter {
       },
     });
   }
+}
+
+/** The payload_json of a message carrying one file (`files[0]`) and its caption. */
+function fileMessage(file: OutgoingFile): Record<string, unknown> {
+  return { ...(file.caption !== undefined && { content: file.caption }), attachments: [{ id: 0, filename: file.name }], allowed_mentions: NO_PINGS };
+}
+
+/**
+ * A reply to the user's message that notifies no one (a card, a file: the answer is what
+ * notifies), for a mention or DM; a slash command has no message to reply to.
+ */
+function quietReply(to: InboundMessage): Record<string, unknown> {
+  if (!to.replyTo || interactionOf(to)) return {};
+  return { message_reference: { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false }, allowed_mentions: { parse: [], replied_user: false } };
 }

@@ -51,16 +51,33 @@ export interface DiscordRestOptions {
   retry?: Omit<RetryOptions, 'idempotent'>;
 }
 
+/** A file sent with a message: the `files[n]` part of a multipart/form-data request. */
+export interface UploadPart {
+  name: string;
+  data: Uint8Array;
+  contentType: string;
+}
+
 export interface RequestOptions {
   body?: unknown;
+  /**
+   * Sends the request as multipart/form-data (Discord's "Uploading Files"): `body` becomes the
+   * `payload_json` part and file n the `files[n]` part its `attachments` entry with `id: n` names.
+   */
+  files?: UploadPart[];
   /** Interaction callbacks and interaction webhooks are authorised by the token in their path. */
   auth?: boolean;
   idempotent?: boolean;
+  /** Overrides the client's timeout (an upload of megabytes takes longer than a JSON call). */
+  timeoutMs?: number;
+  /** Stops the request (and its retries): the caller gave up, e.g. the run was cancelled. */
+  signal?: AbortSignal;
 }
 
 /**
  * Discord's REST API over plain fetch (no gateway, so it works in a worker process): JSON in
- * and out, one error class per failure, retries through `withRetries`.
+ * (multipart/form-data when a message carries files) and JSON out, one error class per failure,
+ * retries through `withRetries`.
  */
 export class DiscordRest {
   readonly base: string;
@@ -84,16 +101,21 @@ export class DiscordRest {
     const route = redactRoute(method, path);
     const headers: Record<string, string> = { 'user-agent': 'DiscordBot (https://github.com/switchboard, 0.1) Switchboard' };
     if (options.auth !== false) headers.authorization = `Bot ${this.token}`;
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    // fetch sets a multipart body's content-type itself (it carries the boundary).
+    if (options.body !== undefined && !options.files) headers['content-type'] = 'application/json';
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
+    const payload = bodyOf(options);
     let res: Response;
     try {
       res = await fetch(`${this.base}${path}`, {
         method,
         headers,
-        ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        ...(payload !== undefined && { body: payload }),
+        signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout,
       });
     } catch (err) {
+      // The caller's own abort is not a lost response: nothing is retried after it.
+      if (options.signal?.aborted) throw options.signal.reason;
       throw new DiscordNetworkError(route, err);
     }
     const text = await res.text().catch(() => '');
@@ -106,4 +128,16 @@ export class DiscordRest {
     if (!res.ok) throw classify(route, res.status, body, res.headers.get('retry-after'));
     return body as T;
   }
+}
+
+/** The request body: JSON, or the multipart form Discord takes files in (built anew for each attempt). */
+function bodyOf(options: RequestOptions): string | FormData | undefined {
+  if (!options.files) return options.body === undefined ? undefined : JSON.stringify(options.body);
+  const form = new FormData();
+  if (options.body !== undefined) form.append('payload_json', JSON.stringify(options.body));
+  for (const [n, file] of options.files.entries()) {
+    // File bytes are read from disk: never a view of a SharedArrayBuffer, which Blob refuses.
+    form.append(`files[${n}]`, new Blob([file.data as Uint8Array<ArrayBuffer>], { type: file.contentType }), file.name);
+  }
+  return form;
 }

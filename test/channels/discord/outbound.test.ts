@@ -2,12 +2,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { DiscordOutbound, FOLDED_NOTE, foldedNote } from '../../../src/channels/discord/outbound.js';
 import { DiscordRest } from '../../../src/channels/discord/rest.js';
-import { interactionKey, interactionOf, ORIGINAL } from '../../../src/channels/discord/ids.js';
+import { interactionKey, interactionOf, ORIGINAL, UPLOAD_MAX_BYTES } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
-import type { InboundMessage } from '../../../src/channels/types.js';
+import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
 import { memoryLedger } from '../../../src/delivery/pieces.js';
 import { createLogger } from '../../../src/log.js';
-import { startFakeDiscord, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
+import { startFakeDiscord, UPLOAD_LIMIT_BYTES, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';
 
 const log = createLogger('silent');
@@ -264,5 +264,162 @@ describe('DiscordOutbound.download', () => {
     const a = fake.addAttachment('big.bin', Buffer.alloc(5_000, 1));
     await expect(outbound().download({ name: 'big.bin', ref: a.url }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/larger than the 1000-byte limit/);
     await expect(outbound().download({ name: 'x', ref: 'http://example.com/x' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/not a Discord attachment host/);
+  });
+});
+
+describe('DiscordOutbound.upload (send_file)', () => {
+  // Discord's real (deprecated) rule is on: a follow-up right after a deferral would become the deferred response.
+  let files: FakeDiscord;
+  beforeAll(async () => {
+    files = await startFakeDiscord({ followupEditsDeferred: true });
+  });
+  afterAll(async () => {
+    await files?.close();
+  });
+  afterEach(() => {
+    files.requests.length = 0;
+  });
+
+  const uploader = (now?: () => number) =>
+    new DiscordOutbound({ rest: new DiscordRest({ token: files.token, apiUrl: files.apiUrl }), log, downloadHosts: [], ...(now && { now }) });
+  const sent = (id: string) => files.messages.find((m) => m.id === id)!;
+  const uploads = () => files.requests.filter((r) => r.files.length > 0);
+
+  function fileOf(name: string, bytes: Buffer, caption?: string, mime = 'text/csv'): OutgoingFile {
+    return { name, path: `out/${name}`, absolutePath: `/nowhere/out/${name}`, size: bytes.length, mime, ...(caption !== undefined && { caption }), read: async () => bytes };
+  }
+
+  /** Alice mentions the bot in the thread (a session of its own, its own channel id). */
+  function threadMention(): InboundMessage {
+    const asked = files.userMessage({ channel: files.ids.thread, content: `<@${files.ids.app}> export it` });
+    return { v: 1, id: `discord-${asked.id}`, platform: 'discord', conversation: files.ids.thread, sender: { id: files.ids.alice, name: 'Alice' }, text: 'export it', attachments: [], eventId: asked.id, receivedAt: Date.now(), replyTo: asked.id };
+  }
+
+  async function deferred(): Promise<{ ix: FakeInteraction; to: InboundMessage }> {
+    const ix = files.slash({ name: 'ask', channel: files.ids.general, prompt: 'export it' });
+    await new DiscordRest({ token: files.token, apiUrl: files.apiUrl }).request('POST', `/interactions/${ix.id}/${ix.token}/callback`, { auth: false, body: { type: 5, data: { flags: 0 } } });
+    const to = normaliseCommand({ id: ix.id, token: ix.token, applicationId: files.ids.app, name: 'ask', prompt: 'export it', channelId: files.ids.general, guildId: files.ids.guild, user: { id: files.ids.alice, name: 'Alice' } }, Date.now());
+    return { ix, to };
+  }
+
+  it('takes up to 10 MiB, Discord\'s default per-file limit', () => {
+    expect(uploader().uploadMaxBytes).toBe(10 * 1024 * 1024);
+    expect(UPLOAD_MAX_BYTES).toBe(UPLOAD_LIMIT_BYTES);
+  });
+
+  it('a mention: the file arrives in the thread as a reply with its bytes, name and caption, pinging no one', async () => {
+    const to = threadMention();
+    const bytes = Buffer.from('day,total\nmon,3\n@everyone,4\n');
+    const id = await uploader().upload(to, fileOf('report.csv', bytes, 'This week <@&1> @everyone'), AbortSignal.timeout(5_000));
+
+    const m = sent(id);
+    expect(m).toMatchObject({ via: 'channel', channel_id: files.ids.thread, content: 'This week <@&1> @everyone', message_reference: { message_id: to.replyTo }, pings: [] });
+    expect(m.attachments.map((a) => [a.filename, a.size, a.content_type, a.bytes.toString()])).toEqual([['report.csv', bytes.length, 'text/csv', bytes.toString()]]);
+    const [req] = uploads();
+    expect(req!.path).toBe(`/channels/${files.ids.thread}/messages`);
+    expect(req!.files.map((f) => [f.field, f.filename])).toEqual([['files[0]', 'report.csv']]);
+    expect(req!.body).toMatchObject({ attachments: [{ id: 0, filename: 'report.csv' }], allowed_mentions: { parse: [], replied_user: false }, enforce_nonce: true, nonce: expect.stringMatching(/^[\w-]{1,25}$/) });
+    const res = await fetch(m.attachments[0]!.url);
+    expect(Buffer.from(await res.arrayBuffer()).toString()).toBe(bytes.toString());
+  });
+
+  it('the fake answers a multipart message POST with Discord\'s message object and its attachments', async () => {
+    const rest = new DiscordRest({ token: files.token, apiUrl: files.apiUrl });
+    const posted = await rest.request<any>('POST', `/channels/${files.ids.general}/messages`, {
+      body: { attachments: [{ id: 0, filename: 'notes.md', description: 'the notes' }], allowed_mentions: { parse: [] } },
+      files: [{ name: 'ignored-part-name.md', data: Buffer.from('# notes\n'), contentType: 'text/markdown' }],
+    });
+    expect(posted).toMatchObject({ channel_id: files.ids.general, content: '', author: { id: files.ids.app } });
+    expect(posted.attachments).toEqual([
+      { id: expect.stringMatching(/^\d+$/), filename: 'notes.md', description: 'the notes', size: 8, url: expect.stringContaining('/attachments/'), proxy_url: expect.stringContaining('/attachments/'), content_type: 'text/markdown' },
+    ]);
+    const empty = await rest.request('POST', `/channels/${files.ids.general}/messages`, { body: { content: ' ' }, files: [] }).catch((e: unknown) => e);
+    expect(empty).toMatchObject({ status: 400, code: 50006 });
+  });
+
+  it('a 429 is waited out and the file arrives once; a lost response is resent with its nonce and makes one message', async () => {
+    const to = threadMention();
+    files.fail({ method: 'POST', path: /^\/channels\/\d+\/messages$/, status: 429, retryAfter: 0.2 });
+    const id = await uploader().upload(to, fileOf('a.txt', Buffer.from('alpha')), AbortSignal.timeout(5_000));
+    expect(uploads().map((r) => r.status)).toEqual([429, 200]);
+    expect(uploads()[1]!.at - uploads()[0]!.at).toBeGreaterThanOrEqual(190);
+    expect(files.botMessages(files.ids.thread).filter((m) => m.attachments.some((a) => a.filename === 'a.txt')).map((m) => m.id)).toEqual([id]);
+
+    files.requests.length = 0;
+    files.fail({ method: 'POST', path: /^\/channels\/\d+\/messages$/, status: 502, afterWork: true });
+    const again = await uploader().upload(to, fileOf('b.txt', Buffer.from('bravo')), AbortSignal.timeout(10_000));
+    expect(uploads().map((r) => r.status)).toEqual([502, 200]);
+    expect(uploads()[1]!.body.nonce).toBe(uploads()[0]!.body.nonce);
+    expect(files.botMessages(files.ids.thread).filter((m) => m.attachments.some((a) => a.filename === 'b.txt')).map((m) => m.id)).toEqual([again]);
+  });
+
+  it('a refusal is thrown and classified as refused: missing Attach Files (403 50013), a file over the limit (413 40005)', async () => {
+    const to = threadMention();
+    const out = uploader();
+    files.fail({ method: 'POST', path: /^\/channels\/\d+\/messages$/, status: 403, body: { message: 'Missing Permissions', code: 50013 } });
+    const denied = await out.upload(to, fileOf('c.txt', Buffer.from('charlie')), AbortSignal.timeout(5_000)).catch((e: unknown) => e);
+    expect(denied).toMatchObject({ status: 403, code: 50013 });
+    expect(out.classifyWriteError(denied)).toBe('refused');
+
+    const big = await out.upload(to, fileOf('big.bin', Buffer.alloc(UPLOAD_LIMIT_BYTES + 1, 7), undefined, 'application/octet-stream'), AbortSignal.timeout(20_000)).catch((e: unknown) => e);
+    expect(big).toMatchObject({ status: 413, code: 40005, message: expect.stringContaining('Request entity too large') });
+    expect(out.classifyWriteError(big)).toBe('refused');
+    expect(uploads().map((r) => r.status)).toEqual([403, 413]);
+    expect(files.botMessages(files.ids.thread).filter((m) => m.attachments.some((a) => ['c.txt', 'big.bin'].includes(a.filename)))).toEqual([]);
+  });
+
+  it('a slash command: the still-thinking response gets a progress line first, then the file is a follow-up of its own', async () => {
+    const { ix, to } = await deferred();
+    files.requests.length = 0;
+    const id = await uploader().upload(to, fileOf('report.csv', Buffer.from('x,y\n1,2\n'), 'Here it is'), AbortSignal.timeout(5_000));
+
+    expect(ix.followups).toEqual([id]);
+    expect(sent(id)).toMatchObject({ via: 'followup', content: 'Here it is', pings: [], flags: 0 });
+    expect(sent(id).attachments.map((a) => a.bytes.toString())).toEqual(['x,y\n1,2\n']);
+    expect(sent(ix.originalId!)).toMatchObject({ content: '• sending report.csv', attachments: [] });
+    expect(files.requests.map((r) => `${r.method} ${r.path.replace(ix.token, ':token')}`)).toEqual([
+      `GET /webhooks/${files.ids.app}/:token/messages/@original`,
+      `PATCH /webhooks/${files.ids.app}/:token/messages/@original`,
+      `POST /webhooks/${files.ids.app}/:token`,
+    ]);
+    expect(files.requests.every((r) => r.auth === undefined)).toBe(true);
+
+    // Once the response shows progress, a second file goes straight to a follow-up.
+    files.requests.length = 0;
+    const second = await uploader().upload(to, fileOf('more.csv', Buffer.from('z\n')), AbortSignal.timeout(5_000));
+    expect(ix.followups).toEqual([id, second]);
+    expect(files.calls('PATCH', /@original$/)).toEqual([]);
+    expect(sent(second).content).toBe('');
+  });
+
+  it('why: the fake keeps Discord\'s rule that a follow-up right after the deferral becomes the deferred response', async () => {
+    const { ix } = await deferred();
+    const rest = new DiscordRest({ token: files.token, apiUrl: files.apiUrl });
+    const posted = await rest.request<{ id: string }>('POST', `/webhooks/${files.ids.app}/${ix.token}`, { auth: false, body: { content: 'caption', attachments: [{ id: 0, filename: 'f.txt' }] }, files: [{ name: 'f.txt', data: Buffer.from('f'), contentType: 'text/plain' }] });
+    expect(posted.id).toBe(ix.originalId);
+    expect(ix.followups).toEqual([]);
+    expect(sent(ix.originalId!).attachments.map((a) => a.filename)).toEqual(['f.txt']);
+  });
+
+  it('a slash command past its 15 minutes, or whose token is refused: the file goes to the command\'s channel', async () => {
+    const late = await deferred();
+    const lateId = await uploader(() => Date.now() + SIXTEEN_MINUTES).upload(late.to, fileOf('late.txt', Buffer.from('late')), AbortSignal.timeout(5_000));
+    expect(sent(lateId)).toMatchObject({ via: 'channel', channel_id: files.ids.general, pings: [] });
+    expect(sent(lateId).message_reference).toBeUndefined();
+    expect(files.calls('GET', /^\/webhooks\//)).toEqual([]);
+
+    const refused = await deferred();
+    files.expire(refused.ix.id);
+    const refusedId = await uploader().upload(refused.to, fileOf('gone.txt', Buffer.from('gone')), AbortSignal.timeout(5_000));
+    expect(sent(refusedId)).toMatchObject({ via: 'channel', channel_id: files.ids.general });
+    expect(sent(refusedId).attachments.map((a) => a.filename)).toEqual(['gone.txt']);
+    expect(refused.ix.followups).toEqual([]);
+  });
+
+  it('a cancelled run\'s upload stops: the abort is thrown as it is, nothing is sent', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('run cancelled'));
+    await expect(uploader().upload(threadMention(), fileOf('d.txt', Buffer.from('delta')), controller.signal)).rejects.toThrow('run cancelled');
+    expect(uploads()).toEqual([]);
   });
 });
