@@ -16,7 +16,9 @@ export async function callModel(
 ): Promise<ModelResponse> {
   const { model, signal, limits } = state.input;
   for (let attempt = 0; ; attempt++) {
-    const response = await safeComplete(model, { messages: [...state.messages], tools, signal });
+    const step = state.steps;
+    const onText = (text: string) => emit(state, { type: 'answer_text', step, text });
+    const response = await safeComplete(model, { messages: [...state.messages], tools, signal, onText });
     state.modelCalls++;
     addUsage(state, response.usage);
     // Counted here, where only fresh calls pass: a response replayed from the journal never reaches callModel.

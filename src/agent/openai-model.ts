@@ -44,7 +44,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
     const deadline = new Deadline(options.timeoutMs);
     const signal = AbortSignal.any([request.signal, deadline.signal]);
     try {
-      return options.stream ? await completeStreaming(body, signal, deadline) : await completePlain(body, signal);
+      return options.stream ? await completeStreaming(body, signal, deadline, request.onText) : await completePlain(body, signal);
     } catch (err) {
       if (request.signal.aborted) return abortedResponse();
       const error = classifyError(deadline.fired ? new ModelTimeoutError(options.timeoutMs) : err);
@@ -65,7 +65,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
     return finish(choice.message.content, calls, choice.finish_reason, completion.usage);
   }
 
-  async function completeStreaming(body: Params, signal: AbortSignal, deadline: Deadline): Promise<ModelResponse> {
+  async function completeStreaming(body: Params, signal: AbortSignal, deadline: Deadline, onText: ((text: string) => void) | undefined): Promise<ModelResponse> {
     const stream = await client.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
       { signal },
@@ -73,7 +73,9 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
     const acc = new StreamAccumulator();
     for await (const chunk of stream) {
       deadline.reset();
+      const before = acc.text.length;
       acc.add(chunk);
+      if (acc.text.length !== before) onText?.(acc.text);
     }
     return finish(acc.text, acc.toolCalls(), acc.finishReason, acc.usage);
   }

@@ -55,6 +55,8 @@ export type AgentEvent =
   | { type: 'model_call'; step: number; replayed?: true }
   /** The model's visible words that came with tool calls ("Let me look at the notes…"). */
   | { type: 'narration'; step: number; text: string; replayed?: true }
+  /** The text of the step's model response so far, as it streams in (all of it, not the new part; a retried call starts again). */
+  | { type: 'answer_text'; step: number; text: string }
   | { type: 'tool_start'; step: number; callId: string; name: string; args: string; replayed?: true }
   | { type: 'tool_end'; step: number; callId: string; name: string; ok: boolean; summary: string; ms: number; replayed?: true }
   | { type: 'model_retry'; step: number; attempt: number; delayMs: number; error: string }
@@ -160,6 +162,8 @@ export interface ModelRequest {
   messages: ChatMessage[];
   tools: OpenAI.Chat.Completions.ChatCompletionTool[];
   signal: AbortSignal;
+  /** A streaming client calls it with the response text so far each time more arrives. */
+  onText?: (text: string) => void;
 }
 
 export interface ModelClient {

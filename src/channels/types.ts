@@ -101,6 +101,12 @@ export interface OutgoingFile {
 /** Fits every platform's caption (Telegram's 1,024 is the smallest). */
 export const CAPTION_MAX_CHARS = 1000;
 
+/** The messages a streamed answer is shown in so far, in order, with the text each shows. */
+export interface StreamShown {
+  ids: string[];
+  texts: string[];
+}
+
 /** What a posted message is for: platforms place and notify differently (the terminal prints status to stderr). */
 export type PostKind = 'status' | 'answer' | 'notice';
 
@@ -138,6 +144,21 @@ export interface OutboundAdapter {
    * save it in the session's workspace. Must refuse (throw) past `maxBytes` without reading on.
    */
   download?(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
+  /** Least time between two writes of a streamed answer in this conversation (the platform's pacing). */
+  streamIntervalMs?(to: InboundMessage): number;
+  /**
+   * Shows `text`, the answer so far (plain: it is formatted once it is final), in the messages
+   * `shown` describes: edits the ones whose text changes and posts a new one past the platform's
+   * length. Returns what is shown now; when pacing or a 429 says not yet, what was shown before
+   * (the next write brings the newer text). Present together with `finishStream`.
+   */
+  streamAnswer?(to: InboundMessage, text: string, shown: StreamShown): Promise<StreamShown>;
+  /**
+   * Puts the final text into a streamed answer's messages, formatted and split as `post` does:
+   * piece i edits streamed message i (edits can be repeated), pieces past them are posted,
+   * streamed messages left over are removed. Through `ledger` like `post`. Returns the ids in order.
+   */
+  finishStream?(to: InboundMessage, shown: StreamShown, text: string, ledger?: PieceLedger): Promise<string[]>;
   /** The largest file `upload` takes, in bytes. Absent together with `upload`: no send_file on this platform. */
   readonly uploadMaxBytes?: number;
   /**

@@ -58,6 +58,8 @@ export interface Config {
   redis: { url: string; /** false when REDIS_URL was not set: we may start a private redis-server */ explicit: boolean };
   model: ModelConfig;
   workspaceRoot: string;
+  /** STREAM_ANSWERS: the answer is shown while the model writes it. */
+  streamAnswers: boolean;
   port: number;
   adminToken: string | undefined;
   logLevel: Env['LOG_LEVEL'];
@@ -106,11 +108,13 @@ export function deriveConfig(env: Env): Config {
       apiKey: env.OPENAI_API_KEY,
       baseURL: env.OPENAI_BASE_URL,
       name: env.AGENT_MODEL,
-      stream: env.MODEL_STREAM,
+      // A streamed answer needs a streamed model call; MODEL_STREAM alone streams the call without showing it.
+      stream: env.MODEL_STREAM || env.STREAM_ANSWERS,
       timeoutMs: env.MODEL_TIMEOUT_MS,
       vision: { enabled: env.MODEL_VISION, imageMaxBytes: env.IMAGE_MAX_BYTES },
     },
     workspaceRoot: resolve(env.WORKSPACE_ROOT),
+    streamAnswers: env.STREAM_ANSWERS,
     port: env.PORT,
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,

@@ -55,6 +55,7 @@ export const envSchema = z
     OPENAI_BASE_URL: url('an OpenAI-compatible /v1 base URL').optional(),
     AGENT_MODEL: text('a model name such as gpt-4.1-mini').default('gpt-4.1-mini'),
     MODEL_STREAM: flag(false),
+    STREAM_ANSWERS: flag(true),
     MODEL_TIMEOUT_MS: int(1_000, 600_000, 120_000),
     MODEL_VISION: flag(false),
     IMAGE_MAX_BYTES: int(1_024, 50_000_000, 5_000_000),

@@ -2,6 +2,7 @@ import { RunSuspended } from '../agent/suspend.js';
 import type { InboundMessage, OutboundAdapter, DeliveredOutcome } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import { memoryLedger, type PieceLedger } from './pieces.js';
+import type { StreamedAnswer } from './answer-stream.js';
 
 /**
  * A reply the run committed and must deliver: written in the same script that consumed the
@@ -21,6 +22,8 @@ export interface OutboxRecord {
   messageIds: string[];
   /** The run's status message, removed once the reply is out. */
   statusMessageId?: string;
+  /** The messages the answer was streamed into (STREAM_ANSWERS): the reply is put into them, not posted again. */
+  streamed?: StreamedAnswer;
 }
 
 export interface DeliveryReport {
@@ -28,6 +31,21 @@ export interface DeliveryReport {
   posted: string[];
   /** Set when the platform refused the reply for good: it is settled as undeliverable. */
   undeliverable?: string;
+}
+
+/** Marks a streamed answer a run did not finish; the honest line follows it. */
+export const INCOMPLETE_MARK = '_(incomplete: the answer stops here)_';
+
+/**
+ * The reply as new messages, or in the messages it was streamed into: the final answer edits
+ * them; a run that stopped after text was streamed keeps that text, marked incomplete, with the
+ * honest line after it (in the same messages, so the ledger counts one delivery).
+ */
+function postReply(out: OutboundAdapter, record: OutboxRecord, kind: 'answer' | 'notice', ledger: PieceLedger): Promise<string[]> {
+  const { streamed } = record;
+  if (!streamed || !out.finishStream) return out.post(record.to, record.text, kind, ledger);
+  const text = record.state === 'completed' ? record.text : `${streamed.text.trimEnd()} …\n\n${INCOMPLETE_MARK}\n\n${record.text}`;
+  return out.finishStream(record.to, streamed.shown, text, ledger);
 }
 
 /**
@@ -40,7 +58,7 @@ export async function deliverReply(out: OutboundAdapter, record: OutboxRecord, l
   const kind = record.state === 'completed' ? 'answer' : 'notice';
   let report: DeliveryReport;
   try {
-    report = { posted: await out.post(record.to, record.text, kind, ledger) };
+    report = { posted: await postReply(out, record, kind, ledger) };
   } catch (err) {
     if (err instanceof RunSuspended || out.classifyWriteError(err) !== 'refused') throw err;
     log.warn({ err, run: record.runId }, 'the platform refused the reply for good; settled as undeliverable');

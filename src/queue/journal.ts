@@ -2,6 +2,7 @@ import type { StepJournal, StepRecord } from '../agent/types.js';
 import type { PieceLedger, PieceState } from '../delivery/pieces.js';
 import type { SavedAttachment } from './attachments.js';
 import type { SessionStore } from './session-store.js';
+import type { StreamEntry } from '../delivery/answer-stream.js';
 
 /**
  * The session's journal: one JSON entry per line of a Redis list, appended under the session
@@ -20,6 +21,8 @@ export type JournalEntry =
   /** A tool call asked for approval: the approval's id and when it expires (its card follows once posted). */
   | { t: 'approval_open'; callId: string; id: string; expiresAt: number }
   | { t: 'approval_card'; callId: string; messageId: string }
+  /** The messages a step's streamed text is shown in (written when they change), and whether the step went on to tools. */
+  | ({ t: 'stream' } & StreamEntry)
   | StepRecord
   | { t: 'piece_start'; i: number }
   | { t: 'piece'; i: number; id: string }
@@ -57,6 +60,14 @@ export class TurnJournal implements StepJournal {
 
   get statusMessageId(): string | undefined {
     return this.entries.findLast((e): e is Extract<JournalEntry, { t: 'status' }> => e.t === 'status')?.messageId;
+  }
+
+  /** The stream an earlier run of the turn left: the messages it continues. */
+  get stream(): StreamEntry | undefined {
+    const e = this.entries.findLast((x): x is Extract<JournalEntry, { t: 'stream' }> => x.t === 'stream');
+    if (!e) return undefined;
+    const { t: _t, ...entry } = e;
+    return entry;
   }
 
   get attachments(): SavedAttachment[] | undefined {

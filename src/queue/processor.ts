@@ -87,6 +87,7 @@ export function createProcessor(deps: RunDeps): Processor {
       ...(done.outcome.reason && { reason: done.outcome.reason }),
       // A turn given up without running (crashed) still takes down the status message its runs left.
       ...(statusMessageId !== undefined && { statusMessageId }),
+      ...(done.streamed && { streamed: done.streamed }),
     };
     const outbox = JSON.stringify(record);
     const left = await ctx.store.commit({

@@ -48,6 +48,8 @@ export interface RunDeps {
   extraTools?: (workspace: Workspace, platform: string) => Tool[];
   /** schedule_task and friends, and what a scheduled turn's end does to its schedule; absent: no schedules. */
   schedules?: { book: ScheduleBook; defaultTz: string | undefined; approvers: readonly string[]; /** the tools are offered (SCHEDULES_PER_USER > 0) */ offered: boolean };
+  /** STREAM_ANSWERS: the answer is shown while the model writes it, where the platform can. */
+  streamAnswers?: boolean;
   outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;

@@ -10,6 +10,9 @@ export function jobLogLine(event: AgentEvent): string | null {
 
 function eventLine(event: AgentEvent): string | null {
   switch (event.type) {
+    // Streamed text arrives many times a second: the response it ends in has its own line.
+    case 'answer_text':
+      return null;
     case 'model_call':
       return `step ${event.step}: model call`;
     case 'narration':

@@ -56,6 +56,9 @@ export function timelineEntry(event: AgentEvent, ms: number): TimelineEntry | nu
 
 function eventEntry(event: AgentEvent, ms: number): TimelineEntry | null {
   switch (event.type) {
+    // Streamed text arrives many times a second: the response it ends in has its own line.
+    case 'answer_text':
+      return null;
     case 'model_call':
       return { ms, type: event.type, step: event.step };
     case 'narration':

@@ -20,11 +20,14 @@ import { imagesOf } from './images.js';
 import { allowanceFor } from './token-allowance.js';
 import { createScheduleTools } from '../schedules/tools.js';
 import { createSendFileTool } from '../delivery/send-file.js';
+import { AnswerStream, canStream, type StreamedAnswer } from '../delivery/answer-stream.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
 
 export interface TurnResult {
   outcome: RunOutcome;
+  /** The messages the answer was streamed into: the reply edits them. */
+  streamed?: StreamedAnswer;
   statusMessageId?: string;
   timeline: TimelineEntry[];
   /** The narration's job-log lines, written while the run went on. */
@@ -64,6 +67,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
   const deadline = setTimeout(() => controls.controller.abort('run_timeout'), Math.max(0, left));
   const to = turn.taken[turn.taken.length - 1]!.message;
   const progress = new ProgressReporter(out, to, log, Date.now, { ...(journal.statusMessageId !== undefined && { id: journal.statusMessageId }), record: (id) => journal.write([{ t: 'status', messageId: id }]) });
+  const stream = answerStream(ctx, out, to, journal);
   let logs = Promise.resolve();
   try {
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
@@ -92,7 +96,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       suspend: controls.suspend.signal,
       journal,
       onEvent: (event) => {
-        progress.onEvent(event);
+        if (!stream?.onEvent(event)) progress.onEvent(event);
         deps.metrics?.onAgentEvent(event);
         const entry = timelineEntry(event, Date.now() - ctx.started);
         if (entry) timeline.push(entry);
@@ -109,12 +113,26 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       },
     });
     if (signal.reason === 'lock_lost') throw new FencedError('the run', FENCE.lockLost);
-    return { outcome: timedOut(outcome, signal, deps.runTimeoutMs), timeline, jobLogs: logs, ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }) };
+    await stream?.stop();
+    const streamed = stream?.answer(outcome);
+    return {
+      outcome: timedOut(outcome, signal, deps.runTimeoutMs),
+      timeline,
+      jobLogs: logs,
+      ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }),
+      ...(streamed && { streamed }),
+    };
   } finally {
     clearTimeout(deadline);
-    await progress.stop();
+    await Promise.all([progress.stop(), stream?.stop()]);
     deps.active.unregister(session, jobId);
   }
+}
+
+/** The live answer of this turn, where the platform can stream (continuing what an earlier run of the turn streamed). */
+function answerStream(ctx: RunContext, out: OutboundAdapter, to: InboundMessage, journal: TurnJournal): AnswerStream | undefined {
+  if (!ctx.deps.streamAnswers || !canStream(out)) return undefined;
+  return new AnswerStream(out, to, ctx.log, (entry) => journal.write([{ t: 'stream', ...entry }]), journal.stream);
 }
 
 /** A run cut short by its deadline is a failure with its own reason, not a user's cancel. */

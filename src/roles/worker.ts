@@ -88,6 +88,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     foldMax: config.queue.foldMax,
     workspaceRoot: config.workspaceRoot,
     attachmentMaxBytes: config.attachmentMaxBytes,
+    streamAnswers: config.streamAnswers,
     ...(config.model.vision.enabled && { vision: { imageMaxBytes: config.model.vision.imageMaxBytes } }),
     messageMaxChars: config.limits.messageMaxChars,
     ...(config.limits.userDailyTokens !== undefined && { tokenBudget: new TokenBudget(redis, config.queue.prefix, config.limits.userDailyTokens) }),

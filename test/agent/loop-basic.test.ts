@@ -42,8 +42,19 @@ describe.each([{ stream: false }, { stream: true }])('read and answer (stream: $
     expect(call?.role === 'assistant' && call.tool_calls?.[0]?.id).toBe('call_meeting_1');
     expect(call?.content).toBe('Let me look at the notes.');
 
-    const types = events.map((e) => e.type);
+    const types = events.map((e) => e.type).filter((t) => t !== 'answer_text');
     expect(types).toEqual(['model_call', 'narration', 'tool_start', 'tool_end', 'model_call', 'final', 'end']);
+    // A streamed call shows its text as it grows, each event the whole text so far of its step; a plain call shows none.
+    const streamed = eventsOf(events, 'answer_text');
+    if (!stream) expect(streamed).toEqual([]);
+    else {
+      expect(streamed.filter((e) => e.step === 1).at(-1)?.text).toBe('Let me look at the notes.');
+      const second = streamed.filter((e) => e.step === 2).map((e) => e.text);
+      expect(second.at(-1)).toBe(ANSWER);
+      for (let i = 1; i < second.length; i++) expect(ANSWER.startsWith(second[i - 1]!) && second[i]!.length > second[i - 1]!.length).toBe(true);
+      // Each comes before its step's response is resolved: step 1's before its narration.
+      expect(events.findIndex((e) => e.type === 'answer_text')).toBeLessThan(events.findIndex((e) => e.type === 'narration'));
+    }
     expect(eventsOf(events, 'narration')[0]?.text).toBe('Let me look at the notes.');
     expect(eventsOf(events, 'tool_end')[0]).toMatchObject({ callId: 'call_meeting_1', name: 'read_file', ok: true });
     expect(eventsOf(events, 'final')[0]?.text).toBe(ANSWER);

@@ -10,7 +10,7 @@ import {
 /**
  * An in-process fake of Discord on 127.0.0.1 for driving the real discord.js client and our
  * REST adapter: REST under /api/v10 (gateway info, command registration, interaction callbacks,
- * interaction webhooks, channel messages with message components and uploaded files, typing,
+ * interaction webhooks (the response and follow-ups: create, get, edit, delete), channel messages with message components and uploaded files, typing,
  * attachment downloads) and a JSON gateway WebSocket (HELLO, IDENTIFY, READY, GUILD_CREATE,
  * heartbeats, RESUME with replay, dispatches: messages, slash commands, button presses). Answers use Discord's payload shapes
  * and error bodies; every REST request is recorded.
@@ -437,6 +437,22 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
         return { status: 204 };
       },
     },
+    ...(['GET', 'PATCH', 'DELETE'] as const).map((method): Route => ({
+      // Get / Edit / Delete Followup Message: only a message of this interaction (its response or a follow-up); anything else is 404 Unknown Message.
+      method, re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(\d+)$/, auth: false,
+      handle: (m, req) => {
+        const ix = webhookInteraction(m[1]!, m[2]!);
+        if (!('token' in ix)) return ix;
+        const target = live(m[3]!);
+        if (!target || target.interactionId !== ix.id) return err(404, 'Unknown Message', 10008);
+        if (method === 'DELETE') {
+          target.deleted = true;
+          return { status: 204 };
+        }
+        const bad = method === 'PATCH' ? editMessage(target, req.body) : undefined;
+        return bad ?? { status: 200, body: messageObject(target) };
+      },
+    })),
     {
       method: 'POST', re: /^\/webhooks\/(\d+)\/([^/]+)$/, auth: false,
       handle: (m, req) => {
@@ -472,7 +488,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       method: 'PATCH', re: /^\/channels\/(\d+)\/messages\/(\d+)$/, auth: true,
       handle: (m, req) => {
         const target = live(m[2]!);
-        if (!target || target.channel_id !== m[1]) return err(404, 'Unknown Message', 10008);
+        // An ephemeral interaction message exists only for its user: the channel's endpoints do not know it.
+        if (!target || target.channel_id !== m[1] || target.flags & EPHEMERAL) return err(404, 'Unknown Message', 10008);
         if (target.author.id !== ids.app) return err(403, 'Cannot edit a message authored by another user', 50005);
         const bad = editMessage(target, req.body);
         return bad ?? { status: 200, body: messageObject(target) };
@@ -482,7 +499,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       method: 'DELETE', re: /^\/channels\/(\d+)\/messages\/(\d+)$/, auth: true,
       handle: (m) => {
         const target = live(m[2]!);
-        if (!target || target.channel_id !== m[1]) return err(404, 'Unknown Message', 10008);
+        if (!target || target.channel_id !== m[1] || target.flags & EPHEMERAL) return err(404, 'Unknown Message', 10008);
         target.deleted = true;
         return { status: 204 };
       },

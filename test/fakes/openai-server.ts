@@ -16,6 +16,12 @@ export interface ReplyStep {
   finishReason?: string;
   /** Wait before answering (headers included). */
   delayMs?: number;
+  /** Streamed requests: the content in this many chunks (default up to 3)… */
+  chunks?: number;
+  /** …with this long between two chunks (default none). */
+  chunkDelayMs?: number;
+  /** Streamed requests: the stream breaks (the connection is destroyed) after this many content chunks. */
+  breakAfterChunks?: number;
   /** null: send no usage at all (like some compatible servers). Default: a chars/4 estimate. */
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens?: number } | null;
 }
@@ -165,7 +171,7 @@ function completion(body: any, step: ReplyStep) {
   };
 }
 
-function sendStream(res: ServerResponse, body: any, step: ReplyStep): void {
+async function sendStream(res: ServerResponse, body: any, step: ReplyStep): Promise<void> {
   const id = `chatcmpl-fake${++seq}`;
   const created = Math.floor(Date.now() / 1000);
   const includeUsage = body.stream_options?.include_usage === true && step.usage !== null;
@@ -184,7 +190,17 @@ function sendStream(res: ServerResponse, body: any, step: ReplyStep): void {
 
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   res.write(chunk(delta({ role: 'assistant', content: '', refusal: null })));
-  for (const piece of pieces(step.content ?? '')) res.write(chunk(delta({ content: piece })));
+  let sent = 0;
+  for (const piece of pieces(step.content ?? '', step.chunks)) {
+    if (step.breakAfterChunks !== undefined && sent >= step.breakAfterChunks) {
+      res.destroy();
+      return;
+    }
+    if (step.chunkDelayMs && sent > 0) await new Promise((r) => setTimeout(r, step.chunkDelayMs));
+    if (res.destroyed) return;
+    res.write(chunk(delta({ content: piece })));
+    sent++;
+  }
   wireToolCalls(step).forEach((call, index) => {
     const head = { index, ...(call.id ? { id: call.id } : {}), type: 'function', function: { name: call.function.name, arguments: '' } };
     res.write(chunk(delta({ tool_calls: [head] })));
@@ -217,10 +233,10 @@ function usage(body: any, step: ReplyStep) {
   return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
 }
 
-/** Splits text into up to three pieces, the way a real stream trickles it out. */
-function pieces(text: string): string[] {
+/** Splits text into up to `n` (3) pieces, the way a real stream trickles it out. */
+function pieces(text: string, n = 3): string[] {
   if (text === '') return [];
-  const size = Math.max(1, Math.ceil(text.length / 3));
+  const size = Math.max(1, Math.ceil(text.length / n));
   const out: string[] = [];
   for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
   return out;

@@ -19,6 +19,8 @@ export const BOT_ID = 'B0BOT';
 export const TEAM_ID = 'T0FAKE';
 /** Slack's hard limit on `text` (the recommended size is 4,000). */
 export const TEXT_LIMIT = 40_000;
+/** `markdown_text` of one chat.startStream / appendStream / stopStream call ("Limit this field to 12,000 characters"). */
+export const STREAM_TEXT_LIMIT = 12_000;
 
 export interface Call {
   method: string;
@@ -41,8 +43,10 @@ export interface FakeMessage {
   /** The blocks of each chat.update, in order (undefined for an update without blocks). */
   blockEdits: (Record<string, any>[] | undefined)[];
   deleted: boolean;
-  /** The chat.postMessage parameters it was posted with. */
+  /** The chat.postMessage (or chat.startStream) parameters it was posted with. */
   params: Record<string, any>;
+  /** Started with chat.startStream: its stream is open (`streaming`), and the `markdown_text` of each start / append / stop call. */
+  stream?: { streaming: boolean; chunks: string[] };
 }
 
 /** A scripted answer for the next call of a method, instead of the normal one. */
@@ -118,6 +122,8 @@ export interface FakeSlack {
     /** Cuts every socket, as when Slack recycles a connection without a `disconnect` message. */
     drop(): void;
   };
+  /** Ends every open stream, as Slack does by itself some minutes after a stream started: appends then answer message_not_in_streaming_state. */
+  expireStreams(): void;
   close(): Promise<void>;
 }
 
@@ -226,9 +232,15 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
         messages.push(message);
         return { ok: true, channel: message.channel, ts, message: messageView(message) };
       }
+      case 'chat.startStream':
+      case 'chat.appendStream':
+      case 'chat.stopStream':
+        return handleStream(method, p);
       case 'chat.update': {
         const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
         if (!message) return { ok: false, error: 'message_not_found' };
+        // "The message is currently streaming text and cannot be edited."
+        if (message.stream?.streaming) return { ok: false, error: 'streaming_state_conflict' };
         const text = String(p.text ?? '');
         const blocks = parseBlocks(p.blocks);
         if (blocks === 'invalid') return { ok: false, error: 'invalid_blocks' };
@@ -288,6 +300,50 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
       default:
         return { ok: false, error: 'unknown_method' };
     }
+  }
+
+  /**
+   * Slack's text streaming (docs.slack.dev/reference/methods/chat.startStream, .appendStream,
+   * .stopStream): a stream is a reply in a thread; outside a DM it needs the recipient user and
+   * team; each call's markdown_text is appended to the message (append-only) while the stream is
+   * open; once stopped (or expired) appends and stops answer message_not_in_streaming_state.
+   * The message's `text` is the streamed markdown as it arrived.
+   */
+  function handleStream(method: string, p: Record<string, any>): Record<string, unknown> {
+    const text = p.markdown_text === undefined ? '' : String(p.markdown_text);
+    // The docs give the 12,000 limit but no error name; msg_too_long is what Slack's chat methods answer for a long text.
+    if (text.length > STREAM_TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
+    if (method === 'chat.startStream') {
+      if (!p.channel) return { ok: false, error: 'channel_not_found' };
+      if (!String(p.channel).startsWith('D')) {
+        if (!p.recipient_user_id) return { ok: false, error: 'missing_recipient_user_id' };
+        if (!p.recipient_team_id) return { ok: false, error: 'missing_recipient_team_id' };
+      }
+      const ts = nextTs();
+      messages.push({
+        channel: String(p.channel),
+        ts,
+        text,
+        edits: [],
+        blockEdits: [],
+        deleted: false,
+        params: p,
+        stream: { streaming: true, chunks: text ? [text] : [] },
+        ...(p.thread_ts && { thread_ts: String(p.thread_ts) }),
+      });
+      return { ok: true, channel: String(p.channel), ts };
+    }
+    const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
+    if (!message) return { ok: false, error: 'message_not_found' };
+    if (!message.stream?.streaming) return { ok: false, error: 'message_not_in_streaming_state' };
+    if (method === 'chat.appendStream' && !text) return { ok: false, error: 'no_text' };
+    if (text) {
+      message.text += text;
+      message.stream.chunks.push(text);
+    }
+    if (method === 'chat.appendStream') return { ok: true, channel: message.channel, ts: message.ts };
+    message.stream.streaming = false;
+    return { ok: true, channel: message.channel, ts: message.ts, message: { type: 'message', subtype: 'bot_message', text: message.text, bot_id: BOT_ID, ts: message.ts } };
   }
 
   /** files.completeUploadExternal: shares uploaded files, once each; one that never got its bytes is not found. */
@@ -425,6 +481,9 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
       drop() {
         for (const ws of sockets) ws.terminate();
       },
+    },
+    expireStreams() {
+      for (const m of messages) if (m.stream) m.stream.streaming = false;
     },
     async close() {
       for (const ws of sockets) ws.terminate();

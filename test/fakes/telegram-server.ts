@@ -289,6 +289,8 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         else delete target.keyboard;
         target.text = parsed.text;
         target.raw = body.text;
+        if (body.parse_mode) target.parseMode = body.parse_mode;
+        else delete target.parseMode;
         target.edits += 1;
         return ok({ ...messageObject(chatId, target.messageId, parsed.text, body), edit_date: Math.floor(Date.now() / 1000) });
       }

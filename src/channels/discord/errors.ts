@@ -71,6 +71,11 @@ export function interactionGone(err: unknown): boolean {
   return err instanceof DiscordApiError && (err.status === 401 || err.status === 404);
 }
 
+/** 404 Unknown Message (10008): the message was deleted (or never was). */
+export function unknownMessage(err: unknown): boolean {
+  return err instanceof DiscordApiError && err.status === 404 && err.code === 10008;
+}
+
 /**
  * What a failed message write means for a reply (see delivery/pieces.ts): 403/404/400 are
  * refusals for good (missing access, unknown channel, cannot message this user), and so is 413

@@ -3,14 +3,15 @@ import type { Logger } from '../../log.js';
 import type { FailureReason } from '../../agent/types.js';
 import { splitMessage } from '../../delivery/chunk.js';
 import { honestLine } from '../../delivery/honest-line.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
 import { cardButtons, cardText, decidedText } from './approval-card.js';
 import { downloadAttachment } from './download.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
-import { DiscordApiError, discordWriteFailure, interactionGone, safeError } from './errors.js';
+import { DiscordApiError, DiscordRateLimitError, discordWriteFailure, interactionGone, safeError, unknownMessage } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
 import { cardNonce, interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, UPLOAD_MAX_BYTES, uploadNonce, type InteractionRef } from './ids.js';
-import type { DiscordRest, UploadPart } from './rest.js';
+import type { DiscordRest, RequestOptions, UploadPart } from './rest.js';
+import { finalLayout, isStreamedId, parseStreamed, postedId, STREAM_INTERVAL_MS, StreamPacing, streamedId, streamLayout, streamNonce, type StreamedMessage } from './stream.js';
 
 const EPHEMERAL = 1 << 6;
 /** A deferred response that still shows "is thinking…". */
@@ -19,6 +20,13 @@ const LOADING = 1 << 7;
 const UPLOAD_TIMEOUT_MS = 120_000;
 /** No @everyone, @here, role or user pings from anything the model writes. */
 const NO_PINGS = { parse: [] as string[] };
+/**
+ * A streamed write does not wait: a 429 is not waited out (the next write brings newer text, and
+ * the final delivery waits as long as Discord asks), a 5xx is tried once more, a hung request
+ * gives up sooner than the client's default.
+ */
+const STREAM_WRITE: Pick<RequestOptions, 'retry' | 'timeoutMs'> = { retry: { maxRetryAfterMs: 0, attempts: 2 }, timeoutMs: 5_000 };
+type WriteOptions = Pick<RequestOptions, 'retry' | 'timeoutMs'>;
 
 export const FOLDED_NOTE = '↪ Answered together with the messages that came after this one (see below).';
 
@@ -39,6 +47,30 @@ class InteractionGoneAt extends Error {
   }
 }
 
+/**
+ * A follow-up the webhook no longer knows (404 Unknown Message: someone deleted it). Not a
+ * DiscordApiError, so it does not count as the whole interaction being gone.
+ */
+class FollowUpGone extends Error {
+  constructor(cause: unknown) {
+    super('the follow-up message no longer exists', { cause });
+  }
+}
+
+/** What a streamed write is about to post: its place in the answer and where it goes. */
+interface StreamPost {
+  index: number;
+  /** The stream shows in channel messages (its interaction gone, or none). */
+  inChannel: boolean;
+  /** The stream's first message (names the nonces of the others). */
+  first: string | undefined;
+  /** It replaces the interaction's deferred response. */
+  original: boolean;
+  /** The first channel message names the slash command's user. */
+  names: boolean;
+  write?: WriteOptions;
+}
+
 export interface DiscordOutboundOptions {
   rest: DiscordRest;
   log: Logger;
@@ -55,7 +87,8 @@ export interface DiscordOutboundOptions {
  * its interaction webhook: progress edits the deferred response, the answer replaces it (the rest
  * as follow-ups, in order), a failure is an ephemeral line. When the interaction token has expired
  * (15 minutes) or the webhook refuses it (401/404), the same text goes to the channel as normal
- * messages. A mention or DM is answered with replies to the user's message.
+ * messages. A mention or DM is answered with replies to the user's message. A streamed answer
+ * (STREAM_ANSWERS) is shown in those same messages while the model writes it, and finished in place.
  */
 export class DiscordOutbound implements OutboundAdapter {
   readonly platform = 'discord';
@@ -69,6 +102,12 @@ export class DiscordOutbound implements OutboundAdapter {
   private readonly now: () => number;
   /** Interactions whose webhook refused a call: not tried again (their messages go to the channel). */
   private readonly gone = new Set<string>();
+  /**
+   * Interactions whose deferred response shows a streamed answer (a step's text stays there when
+   * the step goes on to tools): progress is not written over it, and later text goes to follow-ups.
+   */
+  private readonly heldOriginal = new Set<string>();
+  private readonly pacing: StreamPacing;
 
   constructor(options: DiscordOutboundOptions) {
     this.rest = options.rest;
@@ -77,6 +116,7 @@ export class DiscordOutbound implements OutboundAdapter {
     this.redis = options.redis;
     this.prefix = options.prefix ?? '';
     this.now = options.now ?? Date.now;
+    this.pacing = new StreamPacing(this.now);
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
@@ -92,24 +132,106 @@ export class DiscordOutbound implements OutboundAdapter {
     return discordWriteFailure(err);
   }
 
+  /**
+   * Discord has no "message is not modified" error: an edit with the same content succeeds (and
+   * counts as an edit), so there is nothing to tolerate; the stream skips unchanged edits itself.
+   */
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
     const content = fitStatus(text);
+    if (isStreamedId(messageId)) return this.editStreamed(to, parseStreamed(messageId), content, false);
     if (messageId === ORIGINAL) {
       const ref = interactionOf(to);
-      if (ref && this.usable(ref)) await this.hook(ref, () => this.editOriginal(ref, content));
+      // A deferred response that shows a streamed answer keeps it: progress is not written over the model's words.
+      if (ref && this.usable(ref) && !this.heldOriginal.has(ref.id)) await this.hook(ref, () => this.editOriginal(ref, content));
       return;
     }
     await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content, allowed_mentions: NO_PINGS } });
   }
 
-  /** A status message that was the deferred response has become the answer (or was deleted with a failure): nothing to remove. */
+  /**
+   * A status message that was the deferred response has become the answer (or was deleted with a
+   * failure): nothing to remove. A streamed answer's message is deleted where it is.
+   */
   async remove(to: InboundMessage, messageId: string): Promise<void> {
     if (messageId === ORIGINAL) return;
+    if (isStreamedId(messageId)) return this.removeStreamed(to, parseStreamed(messageId));
+    await this.deleteChannelMessage(to, messageId);
+  }
+
+  /** Streamed writes of one channel are STREAM_INTERVAL_MS apart, longer while a 429's retry-after holds it. */
+  streamIntervalMs(to: InboundMessage): number {
+    return Math.max(STREAM_INTERVAL_MS, this.pacing.waitMs(to.conversation, false));
+  }
+
+  /**
+   * The answer so far, in the messages `post` would put the final answer in: a slash command's
+   * deferred response and follow-ups while its token is valid, else channel messages (replying to
+   * the user's message, or naming the command's user), split at 2,000 characters exactly as the
+   * final answer is. Only messages whose text changes are edited; a text that shrank removes the
+   * messages it no longer needs. Too soon after the last write, or while a 429 holds the channel,
+   * nothing is written and `shown` comes back as it was.
+   */
+  async streamAnswer(to: InboundMessage, text: string, shown: StreamShown): Promise<StreamShown> {
+    const key = to.conversation;
+    if (this.pacing.waitMs(key, shown.ids.length > 0) > 0) return shown;
+    const streamed = shown.ids.map(parseStreamed);
+    this.holdOriginal(to, streamed);
+    const inChannel = this.streamsInChannel(to, streamed);
+    const mention = inChannel ? this.mentionOf(to) : '';
+    const want = streamLayout(text, mention);
+    if (want.length === 0 || (want.length === shown.texts.length && want.every((t, i) => t === shown.texts[i]))) return shown;
+    this.pacing.wrote(key);
+    const next: StreamShown = { ids: [...shown.ids], texts: [...shown.texts] };
     try {
-      await this.rest.request('DELETE', `/channels/${to.conversation}/messages/${messageId}`);
+      await this.showStream(to, want, next, { inChannel, names: mention !== '' });
     } catch (err) {
-      if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
+      // The deferred response refused the first write: the whole stream goes to the channel, as `post` would.
+      if (err instanceof InteractionGoneAt && shown.ids.length === 0) return this.streamAnswer(to, text, shown);
+      if (err instanceof DiscordRateLimitError) {
+        this.pacing.limited(key, err.retryAfterMs, err.global);
+      } else {
+        // A message posted or removed before the failure must not be forgotten: it is returned as shown.
+        if (next.ids.length === shown.ids.length && next.ids.every((id, i) => id === shown.ids[i])) throw err;
+        this.log.warn({ err: safeError(err) }, 'a streamed write failed after the stream changed messages');
+      }
     }
+    return next;
+  }
+
+  /**
+   * The final answer in the streamed messages, formatted and split as `post` does: piece i
+   * replaces streamed message i, pieces past them are posted (follow-ups, or channel messages
+   * with their nonce), streamed messages the answer no longer needs are removed. Through the
+   * ledger, so a resumed delivery repeats only edits (harmless) and posts nothing twice.
+   */
+  async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
+    if (shown.ids.length === 0) return this.post(to, text, 'answer', ledger);
+    const streamed = shown.ids.map(parseStreamed);
+    this.holdOriginal(to, streamed);
+    const inChannel = streamed[0]!.where === 'channel';
+    const mention = inChannel ? this.mentionOf(to) : '';
+    const pieces = finalLayout(text, mention);
+    const ids = await sendPieces(pieces, ledger, {
+      classify: discordWriteFailure,
+      // An edit can be repeated, and so can a channel message with its nonce; a follow-up cannot.
+      resendable: (i) => i < streamed.length || inChannel,
+      send: async (content, i) => {
+        const names = i === 0 && mention !== '';
+        const m = streamed[i];
+        if (m) {
+          try {
+            await this.editStreamed(to, m, content, names);
+            return postedId(m);
+          } catch (err) {
+            // Someone deleted the streamed message: the piece is posted anew.
+            if (!(err instanceof FollowUpGone || unknownMessage(err))) throw err;
+          }
+        }
+        return postedId(await this.postStreamed(to, content, { index: i, inChannel, first: shown.ids[0], original: false, names }));
+      },
+    });
+    for (const extra of streamed.slice(pieces.length)) await this.removeStreamed(to, extra);
+    return ids;
   }
 
   /** A slash command shows "is thinking…" on its deferred response; typing is for mentions and DMs. */
@@ -174,6 +296,7 @@ export class DiscordOutbound implements OutboundAdapter {
    */
   async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
     this.gone.delete(to.eventId);
+    this.heldOriginal.delete(to.eventId);
     if (!this.redis) return;
     for (const id of outcome.messageIds) {
       if (id === to.id) continue;
@@ -203,30 +326,151 @@ export class DiscordOutbound implements OutboundAdapter {
     }
   }
 
-  private editOriginal(ref: InteractionRef, content: string): Promise<Posted> {
-    return this.rest.request<Posted>('PATCH', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, body: { content, allowed_mentions: NO_PINGS } });
+  private editOriginal(ref: InteractionRef, content: string, write: WriteOptions = {}): Promise<Posted> {
+    return this.rest.request<Posted>('PATCH', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, body: { content, allowed_mentions: NO_PINGS }, ...write });
   }
 
-  private followUp(ref: InteractionRef, content: string, flags = 0): Promise<Posted> {
+  private followUp(ref: InteractionRef, content: string, flags = 0, write: WriteOptions = {}): Promise<Posted> {
     // Not idempotent: a follow-up whose response was lost is not sent again (only a 429 is retried).
-    return this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...(flags && { flags }) } });
+    return this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...(flags && { flags }) }, ...write });
+  }
+
+  /** An edit or deletion of one of the interaction's follow-ups; a deleted follow-up is FollowUpGone, not the interaction gone. */
+  private async followUpCall(ref: InteractionRef, method: 'PATCH' | 'DELETE', id: string, options: RequestOptions): Promise<true> {
+    try {
+      await this.rest.request(method, `/webhooks/${ref.applicationId}/${ref.token}/messages/${id}`, { auth: false, ...options });
+      return true;
+    } catch (err) {
+      throw unknownMessage(err) ? new FollowUpGone(err) : err;
+    }
+  }
+
+  /** A stream that has messages stays where its first one is; a new one goes where `post` would put the answer. */
+  private streamsInChannel(to: InboundMessage, streamed: StreamedMessage[]): boolean {
+    if (streamed[0]) return streamed[0].where === 'channel';
+    const ref = interactionOf(to);
+    return !(ref && this.usable(ref));
+  }
+
+  /** An expired slash command's answer is a plain channel message: it names the user who asked. */
+  private mentionOf(to: InboundMessage): string {
+    const ref = interactionOf(to);
+    return ref ? `<@${ref.userId}>\n` : '';
+  }
+
+  private holdOriginal(to: InboundMessage, streamed: StreamedMessage[]): void {
+    const ref = interactionOf(to);
+    if (!ref || streamed[0]?.where !== 'original') return;
+    if (this.heldOriginal.size > 1_000) this.heldOriginal.clear();
+    this.heldOriginal.add(ref.id);
+  }
+
+  /** Makes the messages show `want` (edits, then posts, then removals, in order), updating `shown` as each write lands. */
+  private async showStream(to: InboundMessage, want: string[], shown: StreamShown, where: { inChannel: boolean; names: boolean }): Promise<void> {
+    const ref = interactionOf(to);
+    for (const [i, content] of want.entries()) {
+      const id = shown.ids[i];
+      if (id !== undefined) {
+        if (shown.texts[i] !== content) await this.editStreamed(to, parseStreamed(id), content, i === 0 && where.names, STREAM_WRITE);
+        shown.texts[i] = content;
+        continue;
+      }
+      // The first message replaces the deferred response, unless an earlier step's text is kept there.
+      const original = i === 0 && !where.inChannel && !(ref && this.heldOriginal.has(ref.id));
+      const made = await this.postStreamed(to, content, { index: i, inChannel: where.inChannel, first: shown.ids[0], original, names: i === 0 && where.names, write: STREAM_WRITE });
+      shown.ids.push(streamedId(made));
+      shown.texts.push(content);
+    }
+    while (shown.ids.length > want.length) {
+      await this.removeStreamed(to, parseStreamed(shown.ids.at(-1)!), STREAM_WRITE);
+      shown.ids.pop();
+      shown.texts.pop();
+    }
+  }
+
+  /**
+   * Posts a streamed answer's message: through the interaction while it takes messages (the
+   * deferred response, or a follow-up: made only once the deferred response shows text, since a
+   * follow-up to a still-thinking response would become that response), else in the channel with
+   * a nonce. Throws InteractionGoneAt when the deferred response itself is refused.
+   */
+  private async postStreamed(to: InboundMessage, content: string, p: StreamPost): Promise<StreamedMessage> {
+    const ref = interactionOf(to);
+    if (!p.inChannel && ref && this.usable(ref)) {
+      const made = await this.hook(ref, () => (p.original ? this.editOriginal(ref, content, p.write) : this.followUp(ref, content, 0, p.write)));
+      if (made && p.original) this.heldOriginal.add(ref.id);
+      if (made) return { where: p.original ? 'original' : 'followup', id: made.id };
+      if (p.original) throw new InteractionGoneAt(p.index);
+    }
+    const body: Record<string, unknown> = { content, allowed_mentions: NO_PINGS, nonce: streamNonce(to, p.first, p.index), enforce_nonce: true, ...(p.index === 0 && p.inChannel && firstPlacement(to, 'answer', p.names)) };
+    const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true, ...p.write });
+    return { where: 'channel', id: posted.id };
+  }
+
+  /**
+   * Edits a streamed message: through the interaction's webhook while its token is valid; after
+   * that its (non-ephemeral) messages are still the bot's own in the channel, edited by their id.
+   * A deferred response whose id was never learnt cannot be reached then, and is skipped as `edit` skips it.
+   */
+  private async editStreamed(to: InboundMessage, m: StreamedMessage, content: string, names: boolean, write: WriteOptions = {}): Promise<void> {
+    const ref = interactionOf(to);
+    if (m.where !== 'channel' && ref && this.usable(ref)) {
+      const body = { content, allowed_mentions: NO_PINGS };
+      const done = await this.hook<unknown>(ref, () => (m.where === 'original' ? this.editOriginal(ref, content, write) : this.followUpCall(ref, 'PATCH', m.id!, { body, ...write })));
+      if (done) return;
+    }
+    if (!m.id) return;
+    const allowed = names && ref ? { parse: [], users: [ref.userId] } : NO_PINGS;
+    await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${m.id}`, { body: { content, allowed_mentions: allowed }, ...write });
+  }
+
+  /** Deletes a streamed message where it is; one already gone is fine. */
+  private async removeStreamed(to: InboundMessage, m: StreamedMessage, write: WriteOptions = {}): Promise<void> {
+    const ref = interactionOf(to);
+    if (m.where !== 'channel' && ref && this.usable(ref)) {
+      const path = `/webhooks/${ref.applicationId}/${ref.token}/messages/${m.where === 'original' ? '@original' : m.id}`;
+      const done = await this.hook(ref, async () => {
+        if (m.where === 'original') return this.rest.request('DELETE', path, { auth: false, ...write }).then(() => true, (err: unknown) => {
+          // Already deleted (a resumed delivery): done, and not a sign that the interaction is gone.
+          if (unknownMessage(err)) return true;
+          throw err;
+        });
+        return this.followUpCall(ref, 'DELETE', m.id!, write).catch((err: unknown) => {
+          if (err instanceof FollowUpGone) return true;
+          throw err;
+        });
+      });
+      if (done) return;
+    }
+    if (m.id) await this.deleteChannelMessage(to, m.id, write);
+  }
+
+  private async deleteChannelMessage(to: InboundMessage, id: string, write: WriteOptions = {}): Promise<void> {
+    try {
+      await this.rest.request('DELETE', `/channels/${to.conversation}/messages/${id}`, write);
+    } catch (err) {
+      if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
+    }
   }
 
   /** Null when the interaction refused the first write: the caller posts everything in the channel. */
   private async postToInteraction(ref: InteractionRef, to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger): Promise<string[] | null> {
-    if (kind === 'status') return (await this.hook(ref, () => this.editOriginal(ref, fitStatus(text)))) ? [ORIGINAL] : null;
+    // The deferred response shows a streamed step's text: it stays, and what comes now follows it.
+    const held = this.heldOriginal.has(ref.id);
+    if (kind === 'status') return held || (await this.hook(ref, () => this.editOriginal(ref, fitStatus(text)))) ? [ORIGINAL] : null;
     if (kind === 'notice') {
       // Only the user who ran the command sees a failure line; the deferred response goes away.
       const pieces = splitMessage(text, MESSAGE_LIMIT);
       const ids = await this.interactionPieces(ref, pieces, ledger, false, (piece) => this.followUp(ref, piece, EPHEMERAL));
       if (ids.gone === 0) return null;
+      if (held) return ids.posted;
       await this.hook(ref, () => this.rest.request('DELETE', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false })).catch((err: unknown) =>
         this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not delete the deferred response'),
       );
       return ids.posted;
     }
     const pieces = splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT);
-    const sent = await this.interactionPieces(ref, pieces, ledger, true, (piece, i) => (i === 0 ? this.editOriginal(ref, piece) : this.followUp(ref, piece)));
+    const sent = await this.interactionPieces(ref, pieces, ledger, !held, (piece, i) => (i === 0 && !held ? this.editOriginal(ref, piece) : this.followUp(ref, piece)));
     if (sent.gone === 0) return null;
     if (sent.gone === undefined) return sent.posted;
     return [...sent.posted, ...(await this.channelPieces(to, pieces.slice(sent.gone), kind, ledger, sent.gone))];
@@ -312,19 +556,23 @@ export class DiscordOutbound implements OutboundAdapter {
       resendable: () => true,
       send: async (piece, i) => {
         const first = i === 0;
-        const body: Record<string, unknown> = { content: piece, allowed_mentions: NO_PINGS, nonce: pieceNonce(to, kind, i), enforce_nonce: true };
-        if (first && mention) {
-          body.content = `${mention}${piece}`;
-          body.allowed_mentions = { parse: [], users: [interactionOf(to)!.userId] };
-        } else if (first && to.replyTo) {
-          body.message_reference = { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false };
-          body.allowed_mentions = { parse: [], replied_user: kind !== 'status' };
-        }
+        const body: Record<string, unknown> = { content: first ? `${mention}${piece}` : piece, allowed_mentions: NO_PINGS, nonce: pieceNonce(to, kind, i), enforce_nonce: true, ...(first && firstPlacement(to, kind, mention !== '')) };
         const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
         return posted.id;
       },
     });
   }
+}
+
+/**
+ * Where a reply's first channel message goes and whom it notifies: it names the slash command's
+ * user (`names`: the command's interaction is gone), or replies to the user's message (a status
+ * message notifies no one).
+ */
+function firstPlacement(to: InboundMessage, kind: PostKind, names: boolean): Record<string, unknown> {
+  if (names) return { allowed_mentions: { parse: [], users: [interactionOf(to)!.userId] } };
+  if (!to.replyTo) return {};
+  return { message_reference: { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false }, allowed_mentions: { parse: [], replied_user: kind !== 'status' } };
 }
 
 /** The payload_json of a message carrying one file (`files[0]`) and its caption. */

@@ -72,6 +72,11 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Stops the request (and its retries): the caller gave up, e.g. the run was cancelled. */
   signal?: AbortSignal;
+  /**
+   * Overrides the client's retry rule for this request: a streamed answer's write does not wait
+   * out a 429 (`maxRetryAfterMs: 0`), because the next write brings newer text anyway.
+   */
+  retry?: Pick<RetryOptions, 'attempts' | 'maxRetryAfterMs'>;
 }
 
 /**
@@ -94,7 +99,7 @@ export class DiscordRest {
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const idempotent = options.idempotent ?? method !== 'POST';
-    return withRetries(() => this.once<T>(method, path, options), { ...this.retry, idempotent });
+    return withRetries(() => this.once<T>(method, path, options), { ...this.retry, ...options.retry, idempotent });
   }
 
   private async once<T>(method: string, path: string, options: RequestOptions): Promise<T> {

@@ -15,6 +15,9 @@ export interface SlackMessageEvent {
   ts: string;
   thread_ts?: string;
   files?: SlackFile[];
+  /** The sender's workspace (Slack's native answer streaming in channels names it). */
+  team?: string;
+  user_team?: string;
 }
 
 export interface SlackFile {
@@ -100,6 +103,8 @@ export function toInbound(event: SlackMessageEvent, botUserId: string | undefine
     replyTo: event.ts,
   };
   if (thread !== undefined) message.thread = thread;
+  const team = event.user_team ?? event.team;
+  if (team !== undefined) message.meta = { team };
   return message;
 }
 

@@ -1,15 +1,16 @@
 import type { Redis } from 'ioredis';
 import type { Logger as SlackLogger, WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
-import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure } from './api.js';
+import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure, type CallOptions } from './api.js';
 import { cardMessage, decidedMessage } from './approval-card.js';
 import { downloadSlackFile } from './download.js';
 import { slackLogger } from './logger.js';
 import { escapePlain, slackPieces, statusText } from './format.js';
 import { engagedThreadKey, isDirect, parseMessageKey } from './ids.js';
 import { SLACK_UPLOAD_MAX_BYTES, uploadArguments, uploadedFileId, uploadTransport } from './upload.js';
+import { SlackStreams, STREAM_INTERVAL_MS } from './stream.js';
 
 export interface SlackOutboundOptions {
   token: string;
@@ -45,25 +46,62 @@ export class SlackOutbound implements OutboundAdapter {
   /** Reaction changes of one message, in order (the add of "eyes" may still be in flight when the run ends). */
   private readonly reactionChains = new Map<string, Promise<void>>();
   private readonly acknowledged = new Set<string>();
+  private readonly streams: SlackStreams;
 
   constructor(private readonly options: SlackOutboundOptions) {
     this.base = apiBase(options.apiUrl);
     this.sdkLog = slackLogger(options.log);
     this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
+    // Stream writes never wait: one try, and a 429 leaves the text for the next write.
+    this.streams = new SlackStreams(this.client, options.log, (to, text) => this.postOne(to, text, false, { attempts: 1 }));
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     if (kind === 'status') return [await this.postOne(to, statusText(text), true)];
-    const pieces = slackPieces(text);
-    if (pieces.length === 0) pieces.push('(empty answer)');
-    if (to.meta?.via === 'ask' && to.meta.user) pieces[0] = `${askedLine(to.meta.user, to.text)}\n\n${pieces[0]}`;
+    const pieces = answerPieces(to, text);
     const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.postOne(to, piece, false) });
-    if (kind === 'answer' && to.thread !== undefined && !isDirect(to.conversation)) {
-      await this.options.redis
-        .set(engagedThreadKey(this.options.prefix, to.conversation, to.thread), '1', 'EX', ENGAGED_TTL_SECONDS)
-        .catch((err: unknown) => this.options.log.warn({ err }, 'could not mark the thread as answered'));
-    }
+    if (kind === 'answer') await this.markAnswered(to);
     this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
+    return ids;
+  }
+
+  streamIntervalMs(_to: InboundMessage): number {
+    return STREAM_INTERVAL_MS;
+  }
+
+  /**
+   * The answer so far, live: appended to a native Slack stream in the thread (chat.startStream /
+   * chat.appendStream), or, where Slack cannot stream, posted and rewritten with chat.update as
+   * escaped plain text with a "still writing" mark; a new message past STREAM_SEGMENT_LIMIT.
+   * See stream.ts.
+   */
+  async streamAnswer(to: InboundMessage, text: string, shown: StreamShown): Promise<StreamShown> {
+    return this.streams.show(to, text, shown, askedPrefix(to));
+  }
+
+  /**
+   * The final answer in the streamed messages: their streams stopped (chat.stopStream), piece i
+   * formatted as `post` formats it put into streamed message i (chat.update, repeatable), pieces
+   * past them posted, streamed messages left over deleted.
+   */
+  async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
+    const pieces = answerPieces(to, text);
+    const streamed = shown.ids;
+    await this.streams.stopAll(to, streamed);
+    const ids = await sendPieces(pieces, ledger, {
+      classify: slackWriteFailure,
+      resendable: (i) => i < streamed.length,
+      send: async (piece, i) => {
+        const id = streamed[i];
+        if (id === undefined) return this.postOne(to, piece, false);
+        await this.streams.replace(to, id, piece);
+        return id;
+      },
+    });
+    for (const extra of streamed.slice(pieces.length)) await this.removeLeftover(to, extra);
+    this.streams.forget(to, streamed);
+    await this.markAnswered(to);
+    this.options.log.info({ channel: to.conversation, thread: to.thread, streamed: streamed.length, pieces: ids.length }, 'streamed answer finished');
     return ids;
   }
 
@@ -167,7 +205,25 @@ export class SlackOutbound implements OutboundAdapter {
     return id;
   }
 
-  private async postOne(to: InboundMessage, text: string, status: boolean): Promise<string> {
+  /** A streamed message the final answer does not need. Slack refusing its deletion for good does not fail the delivery: the answer is out. */
+  private async removeLeftover(to: InboundMessage, ts: string): Promise<void> {
+    try {
+      await this.streams.delete(to, ts);
+    } catch (err) {
+      if (slackWriteFailure(err) !== 'refused') throw err;
+      this.options.log.warn({ err, channel: to.conversation, ts }, 'could not remove a streamed message left over');
+    }
+  }
+
+  /** A channel thread the bot answered in takes follow-ups without a mention (see ENGAGED_TTL_SECONDS). */
+  private async markAnswered(to: InboundMessage): Promise<void> {
+    if (to.thread === undefined || isDirect(to.conversation)) return;
+    await this.options.redis
+      .set(engagedThreadKey(this.options.prefix, to.conversation, to.thread), '1', 'EX', ENGAGED_TTL_SECONDS)
+      .catch((err: unknown) => this.options.log.warn({ err }, 'could not mark the thread as answered'));
+  }
+
+  private async postOne(to: InboundMessage, text: string, status: boolean, call: Partial<CallOptions> = {}): Promise<string> {
     const res = await slackCall(
       'chat.postMessage',
       () =>
@@ -177,7 +233,7 @@ export class SlackOutbound implements OutboundAdapter {
           ...(to.thread !== undefined && { thread_ts: to.thread }),
           ...(status && { unfurl_links: false, unfurl_media: false }),
         }),
-      { idempotent: false },
+      { ...call, idempotent: false },
     );
     if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
     return res.ts;
@@ -203,6 +259,20 @@ export class SlackOutbound implements OutboundAdapter {
     });
     return next;
   }
+}
+
+/** An answer as `post` sends it: mrkdwn pieces, the first led by the /ask line. */
+function answerPieces(to: InboundMessage, text: string): string[] {
+  const pieces = slackPieces(text);
+  if (pieces.length === 0) pieces.push('(empty answer)');
+  const prefix = askedPrefix(to);
+  if (prefix) pieces[0] = `${prefix}${pieces[0]}`;
+  return pieces;
+}
+
+/** What leads an /ask answer (and its streamed first message), or ''. */
+function askedPrefix(to: InboundMessage): string {
+  return to.meta?.via === 'ask' && to.meta.user ? `${askedLine(to.meta.user, to.text)}\n\n` : '';
 }
 
 /** The first line of an /ask answer: the question is not visible in the channel otherwise. */

@@ -1,7 +1,7 @@
 import { InputFile, type Api } from 'grammy';
 import type { Logger } from '../../log.js';
 import { splitMessage } from '../../delivery/chunk.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
 import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import { approvalData } from './approval-data.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
@@ -17,6 +17,15 @@ export const TELEGRAM_TEXT_LIMIT = 4096;
 export const PIECE_LIMIT = 4000;
 /** About one status edit per second per chat. */
 export const EDIT_INTERVAL_MS = 1000;
+/**
+ * Writes of one chat (status edits, a streamed answer's edits and posts) share one budget:
+ * Telegram's flood control allows about one message a second in a private chat and twenty a
+ * minute in a group, so a little more than that apart.
+ */
+export const PRIVATE_CHAT_GAP_MS = 1_100;
+export const GROUP_CHAT_GAP_MS = 3_100;
+/** Shown after a streamed answer's text while the model is still writing it. */
+export const STILL_WRITING = ' …';
 /** A chat action shows for about 5 s; refreshed a little before it fades. */
 export const TYPING_INTERVAL_MS = 4500;
 /** Longest a post waits for a chat's flood wait before trying anyway (the retry helper has the same cap per 429). */
@@ -67,7 +76,8 @@ export class TelegramOutbound implements OutboundAdapter {
     private readonly api: Api,
     private readonly options: TelegramOutboundOptions,
   ) {
-    this.pacer = new ChatPacer(EDIT_INTERVAL_MS, options.now);
+    // Group and supergroup ids are negative.
+    this.pacer = new ChatPacer((chatId) => (chatId < 0 ? GROUP_CHAT_GAP_MS : PRIVATE_CHAT_GAP_MS), options.now);
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
@@ -85,6 +95,67 @@ export class TelegramOutbound implements OutboundAdapter {
 
   classifyWriteError(err: unknown): WriteFailure {
     return telegramWriteFailure(err);
+  }
+
+  streamIntervalMs(to: InboundMessage): number {
+    return this.pacer.gapMs(chatIdOf(to));
+  }
+
+  /**
+   * One write of the answer so far, as plain text with a "still writing" mark: the first message
+   * whose text changed is edited, or the next one posted once the text passes a message's length.
+   * One write per call keeps the chat's budget; a 429 or a budget not yet free leaves it for the
+   * next call (the newest text then) instead of waiting.
+   */
+  async streamAnswer(to: InboundMessage, text: string, shown: StreamShown): Promise<StreamShown> {
+    const chatId = chatIdOf(to);
+    if (this.pacer.editWaitMs(chatId) > 0) return shown;
+    const pieces = splitMessage(text, PIECE_LIMIT);
+    const i = pieces.findIndex((piece, k) => shownText(pieces, k) !== shown.texts[k]);
+    if (i < 0) return shown;
+    const display = shownText(pieces, i);
+    this.pacer.markEdit(chatId);
+    try {
+      if (i < shown.ids.length) {
+        await this.api.editMessageText(chatId, Number(shown.ids[i]), display, { link_preview_options: { is_disabled: true } });
+        return { ids: shown.ids, texts: shown.texts.map((t, k) => (k === i ? display : t)) };
+      }
+      const message = await this.api.sendMessage(chatId, display, { ...placement(to, i === 0), link_preview_options: { is_disabled: true } });
+      return { ids: [...shown.ids, String(message.message_id)], texts: [...shown.texts, display] };
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      if (failure.kind === 'not_modified') return { ids: shown.ids, texts: shown.texts.map((t, k) => (k === i ? display : t)) };
+      if (failure.kind !== 'rate_limited') throw err;
+      this.noteWait(chatId, 'stream', failure, failure.retryAfterMs);
+      return shown;
+    }
+  }
+
+  /**
+   * The final text in the streamed messages: piece i, rendered as post renders it, edits streamed
+   * message i (on the chat's budget); pieces past them are posted; streamed messages left over go.
+   */
+  async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
+    const pieces = splitMessage(text, PIECE_LIMIT);
+    let target = to;
+    const ids = await sendPieces(pieces, ledger, {
+      classify: telegramWriteFailure,
+      resendable: (i) => i < shown.ids.length,
+      send: async (piece, i) => {
+        const id = shown.ids[i];
+        if (id !== undefined) {
+          await this.editPiece(to, id, piece);
+          return id;
+        }
+        const sent = await this.sendPiece(target, piece, false);
+        target = sent.to;
+        return sent.id;
+      },
+    });
+    for (const extra of shown.ids.slice(pieces.length)) {
+      await this.remove(to, extra).catch((err: unknown) => this.options.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'could not remove a streamed message left over'));
+    }
+    return ids;
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
@@ -177,6 +248,34 @@ export class TelegramOutbound implements OutboundAdapter {
     }
   }
 
+  /** A streamed message becomes a final piece: HTML as sendPiece renders it, plain when Telegram refuses the entities. */
+  private async editPiece(to: InboundMessage, messageId: string, piece: string): Promise<void> {
+    const chatId = chatIdOf(to);
+    const wait = this.pacer.editWaitMs(chatId);
+    if (wait > 0) await sleep(Math.min(wait, MAX_FLOOD_WAIT_MS));
+    const html = toTelegramHtml(piece);
+    const fits = html !== '' && visibleLength(html) <= TELEGRAM_TEXT_LIMIT;
+    const edit = (text: string, asHtml: boolean) =>
+      withTelegramRetries(
+        () => {
+          this.pacer.markEdit(chatId);
+          return this.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }) });
+        },
+        { idempotent: true, maxWaitMs: MAX_FLOOD_WAIT_MS, onWait: (failure, ms) => this.noteWait(chatId, 'editMessageText', failure, ms) },
+      );
+    try {
+      await edit(fits ? html : piece, fits);
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      if (failure.kind === 'not_modified') return;
+      if (!fits || (failure.kind !== 'bad_entities' && failure.kind !== 'too_long')) throw err;
+      this.options.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; editing it in as plain text');
+      await edit(piece, false).catch((e: unknown) => {
+        if (classifyTelegramError(e).kind !== 'not_modified') throw e;
+      });
+    }
+  }
+
   /** sendMessage once (repeated only when Telegram surely did not post it: 429, or a request that never left). */
   private async send(to: InboundMessage, text: string, how: { html: boolean; notify: boolean; reply: boolean }): Promise<string> {
     const chatId = chatIdOf(to);
@@ -263,6 +362,11 @@ function placement(to: InboundMessage, reply: boolean): { message_thread_id?: nu
     ...(thread !== undefined && { message_thread_id: thread }),
     ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true as const } }),
   };
+}
+
+/** What streamed message k shows: its piece, and the last one the "still writing" mark. */
+function shownText(pieces: readonly string[], k: number): string {
+  return k === pieces.length - 1 ? `${pieces[k]}${STILL_WRITING}` : pieces[k]!;
 }
 
 /** The same request in a group that became a supergroup: its new id, and no reply (the old message ids do not carry over). */

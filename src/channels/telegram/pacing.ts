@@ -1,7 +1,7 @@
 /**
  * Per-chat pacing of the status message, so progress never costs the final answer:
- * - edits of one chat are spaced at least `minEditGapMs` apart (Telegram's flood control counts
- *   per chat, across the sessions of its topics);
+ * - edits of one chat are spaced at least its gap apart (Telegram's flood control counts per
+ *   chat, across the sessions of its topics, and is stricter in groups);
  * - after a 429 the chat is "flooded" until retry_after has passed: an edit asked for in the
  *   meantime is deferred (the newest text wins) and applied once the wait is over, instead of
  *   blocking the run or being dropped; a post waits for the end of the flood before sending.
@@ -9,10 +9,19 @@
 export class ChatPacer {
   private readonly chats = new Map<number, ChatState>();
 
+  private readonly gapOf: (chatId: number) => number;
+
   constructor(
-    private readonly minEditGapMs: number,
+    minEditGap: number | ((chatId: number) => number),
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.gapOf = typeof minEditGap === 'number' ? () => minEditGap : minEditGap;
+  }
+
+  /** The least time between two edits in this chat. */
+  gapMs(chatId: number): number {
+    return this.gapOf(chatId);
+  }
 
   /** Telegram said 429 for this chat: nothing more until `waitMs` from now. */
   flood(chatId: number, waitMs: number): void {
@@ -29,7 +38,7 @@ export class ChatPacer {
   editWaitMs(chatId: number): number {
     const state = this.chats.get(chatId);
     if (!state) return 0;
-    return Math.max(0, state.floodUntil - this.now(), state.lastEditAt + this.minEditGapMs - this.now());
+    return Math.max(0, state.floodUntil - this.now(), state.lastEditAt + this.gapOf(chatId) - this.now());
   }
 
   markEdit(chatId: number): void {
@@ -84,7 +93,7 @@ export class ChatPacer {
   private prune(): void {
     const now = this.now();
     for (const [id, state] of this.chats) {
-      if (state.pending.size === 0 && state.floodUntil <= now && state.lastEditAt + this.minEditGapMs <= now) this.chats.delete(id);
+      if (state.pending.size === 0 && state.floodUntil <= now && state.lastEditAt + this.gapOf(id) <= now) this.chats.delete(id);
     }
   }
 }

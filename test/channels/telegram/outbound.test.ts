@@ -8,7 +8,7 @@ import { createLogger } from '../../../src/log.js';
 import { parseEnv } from '../../../src/config/load.js';
 import { deriveConfig } from '../../../src/config/config.js';
 import { telegramModule } from '../../../src/channels/telegram/module.js';
-import { TelegramOutbound, UPLOAD_MAX_BYTES } from '../../../src/channels/telegram/outbound.js';
+import { GROUP_CHAT_GAP_MS, TelegramOutbound, UPLOAD_MAX_BYTES } from '../../../src/channels/telegram/outbound.js';
 import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
 import { startFakeTelegram, parseTelegramHtml, TOKEN, type FakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers/processes.js';
@@ -123,7 +123,7 @@ describe('telegram outbound against a fake Bot API', () => {
     expect(post.body).toMatchObject({ text: 'Let me look <at> **this**', disable_notification: true });
     expect(post.body.parse_mode).toBeUndefined();
     await out.edit(to(), id!, 'Let me look <at> **this**\n• read a.txt');
-    await new Promise((r) => setTimeout(r, 1050));
+    await new Promise((r) => setTimeout(r, GROUP_CHAT_GAP_MS + 50));
     await out.edit(to(), id!, 'Let me look <at> **this**\n• read a.txt');
     expect(fake.callsOf('editMessageText').map((c) => c.error)).toEqual([undefined, 400]);
     expect(fake.sent[0]!.text).toBe('Let me look <at> **this**\n• read a.txt');
