@@ -33,7 +33,9 @@ describe('defaults', () => {
     expect(c.queue.foldMax).toBe(10);
     expect(c.logLevel).toBe('info');
     expect(c.adminToken).toBeUndefined();
-    expect(c.model).toEqual({ apiKey: undefined, baseURL: undefined, name: 'gpt-4.1-mini', stream: false, timeoutMs: 120_000 });
+    // STREAM_ANSWERS is on by default, and a streamed answer needs a streamed call.
+    expect(c.model).toEqual({ apiKey: undefined, baseURL: undefined, name: 'gpt-4.1-mini', stream: true, timeoutMs: 120_000, vision: { enabled: false, imageMaxBytes: 5_000_000 } });
+    expect(c.streamAnswers).toBe(true);
     expect(c.channels).toEqual({});
     expect(c.agent.runTimeoutMs).toBe(900_000);
     expect(c.agent.toolTimeoutMs).toBe(60_000);
@@ -102,8 +104,14 @@ describe('defaults', () => {
     ['false', false],
     ['off', false],
     ['no', false],
-  ])('MODEL_STREAM=%s is %s', (value, expected) => {
-    expect(config({ MODEL_STREAM: value }).model.stream).toBe(expected);
+  ])('MODEL_STREAM=%s is %s (with STREAM_ANSWERS=0)', (value, expected) => {
+    expect(config({ MODEL_STREAM: value, STREAM_ANSWERS: '0' }).model.stream).toBe(expected);
+  });
+
+  it('STREAM_ANSWERS, MODEL_VISION and IMAGE_MAX_BYTES', () => {
+    expect(config({ STREAM_ANSWERS: '0' })).toMatchObject({ streamAnswers: false, model: { stream: false } });
+    expect(config({ MODEL_VISION: '1', IMAGE_MAX_BYTES: '2000000' }).model.vision).toEqual({ enabled: true, imageMaxBytes: 2_000_000 });
+    expect(() => config({ IMAGE_MAX_BYTES: '10' })).toThrow(/IMAGE_MAX_BYTES/);
   });
 
   it('an empty string counts as unset', () => {
