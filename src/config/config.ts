@@ -95,6 +95,8 @@ export interface Config {
       apiRoot: string | undefined;
       webhookUrl: string | undefined;
       webhookSecret: string | undefined;
+      /** TELEGRAM_DRAFTS: private chats stream the answer as a draft (sendMessageDraft) instead of edits. */
+      drafts: boolean;
     };
     slack?: { botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined; threadFollowups: boolean };
     discord?: { token: string; applicationId: string; apiUrl: string | undefined; guildId: string | undefined; messageContent: boolean };
@@ -160,6 +162,7 @@ export function deriveConfig(env: Env): Config {
           apiRoot: env.TELEGRAM_API_ROOT,
           webhookUrl: env.TELEGRAM_WEBHOOK_URL,
           webhookSecret: env.TELEGRAM_WEBHOOK_SECRET,
+          drafts: env.TELEGRAM_DRAFTS,
         },
       }),
       ...(env.SLACK_BOT_TOKEN && {

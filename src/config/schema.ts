@@ -121,6 +121,7 @@ export const envSchema = z
 
     TELEGRAM_BOT_TOKEN: optionalText('a bot token from @BotFather'),
     TELEGRAM_API_ROOT: url('a Bot API root URL').optional(),
+    TELEGRAM_DRAFTS: flag(false),
     TELEGRAM_WEBHOOK_URL: url('the public HTTPS URL Telegram posts updates to').optional(),
     TELEGRAM_WEBHOOK_SECRET: text('a secret token')
       .regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1-256 characters of A-Z, a-z, 0-9, _ and -')

@@ -110,6 +110,8 @@ export interface FakeTelegram {
   calls: RecordedCall[];
   /** Messages the bot posted, in order. */
   sent: BotMessage[];
+  /** sendMessageDraft calls that took effect: the draft each showed, in order (a draft is a preview, not a message). */
+  drafts: { chatId: number; draftId: number; text: string }[];
   webhook: { url: string; secret_token?: string; allowed_updates?: string[] } | undefined;
   commands: { command: string; description: string }[];
   /** Queues an update for getUpdates (with the next update_id unless it has one). `redeliver` ignores the confirmed offset (Telegram after a lost confirmation). */
@@ -161,6 +163,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   const token = options.token ?? TOKEN;
   const calls: RecordedCall[] = [];
   const sent: BotMessage[] = [];
+  const drafts: { chatId: number; draftId: number; text: string }[] = [];
   const faults: Fault[] = [];
   const files = new Map<string, FakeFile & { path: string }>();
   const updates: { update: any; redeliver: boolean }[] = [];
@@ -253,6 +256,17 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         return ok({ url: webhook?.url ?? '', has_custom_certificate: false, pending_update_count: updates.length });
       case 'getUpdates':
         return getUpdates(res, body, call);
+      case 'sendMessageDraft': {
+        // "Unique identifier for the target private chat"; "draft_id … must be non-zero"; text "0-4096 characters after entities parsing".
+        const chatId = Number(body.chat_id);
+        if (!(chatId > 0)) return bad('chat not found');
+        if (!Number.isInteger(Number(body.draft_id)) || Number(body.draft_id) === 0) return bad('invalid draft_id specified');
+        const parsed = parseText(body.text ?? '', body.parse_mode);
+        if ('error' in parsed) return bad(parsed.error);
+        if (parsed.text.length > 4096) return bad('message is too long');
+        drafts.push({ chatId, draftId: Number(body.draft_id), text: parsed.text });
+        return ok(true);
+      }
       case 'sendMessage': {
         const chatId = Number(body.chat_id);
         const parsed = parseText(body.text, body.parse_mode);
@@ -432,6 +446,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     apiRoot: `http://127.0.0.1:${port}`,
     calls,
     sent,
+    drafts,
     get webhook() {
       return webhook;
     },

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import type { FailureReason } from '../../agent/types.js';
@@ -27,6 +28,8 @@ const NO_PINGS = { parse: [] as string[] };
  */
 const STREAM_WRITE: Pick<RequestOptions, 'retry' | 'timeoutMs'> = { retry: { maxRetryAfterMs: 0, attempts: 2 }, timeoutMs: 5_000 };
 type WriteOptions = Pick<RequestOptions, 'retry' | 'timeoutMs'>;
+/** The longest 429 hold the final answer waits out before writing (the REST client's own cap on a retry-after). */
+const MAX_FINISH_HOLD_MS = 60_000;
 
 export const FOLDED_NOTE = '↪ Answered together with the messages that came after this one (see below).';
 
@@ -202,9 +205,12 @@ export class DiscordOutbound implements OutboundAdapter {
    * The final answer in the streamed messages, formatted and split as `post` does: piece i
    * replaces streamed message i, pieces past them are posted (follow-ups, or channel messages
    * with their nonce), streamed messages the answer no longer needs are removed. Through the
-   * ledger, so a resumed delivery repeats only edits (harmless) and posts nothing twice.
+   * ledger, so a resumed delivery repeats only edits (harmless) and posts nothing twice. A 429
+   * the stream met still holds the channel: its retry-after is waited out first, not met again.
    */
   async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
+    const held = this.pacing.waitMs(to.conversation, false);
+    if (held > 0) await sleep(Math.min(held, MAX_FINISH_HOLD_MS));
     if (shown.ids.length === 0) return this.post(to, text, 'answer', ledger);
     const streamed = shown.ids.map(parseStreamed);
     this.holdOriginal(to, streamed);

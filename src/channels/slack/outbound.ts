@@ -80,13 +80,15 @@ export class SlackOutbound implements OutboundAdapter {
   }
 
   /**
-   * The final answer in the streamed messages: their streams stopped (chat.stopStream), piece i
-   * formatted as `post` formats it put into streamed message i (chat.update, repeatable), pieces
-   * past them posted, streamed messages left over deleted.
+   * The final answer in the streamed messages, once a 429's pause of the stream is over: their
+   * streams stopped (chat.stopStream), piece i formatted as `post` formats it put into streamed
+   * message i (chat.update, repeatable), pieces past them posted, streamed messages left over deleted.
    */
   async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     const pieces = answerPieces(to, text);
     const streamed = shown.ids;
+    // A 429 the stream was given holds for these writes too.
+    await this.streams.untilResumed(to);
     await this.streams.stopAll(to, streamed);
     const ids = await sendPieces(pieces, ledger, {
       classify: slackWriteFailure,

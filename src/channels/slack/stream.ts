@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { InboundMessage, StreamShown } from '../types.js';
@@ -40,6 +41,8 @@ const NOW: CallOptions = { idempotent: false, attempts: 1 };
 const NOW_REPEATABLE: CallOptions = { idempotent: true, attempts: 1 };
 /** The final delivery may wait out a 429 and repeat what can be repeated (slackCall's defaults). */
 const FINAL: CallOptions = { idempotent: true };
+/** The longest pause (what is left of a 429's Retry-After) the final delivery waits out first; slackCall's own limit on waiting. */
+const FINAL_MAX_WAIT_MS = 30_000;
 
 /** What this worker knows of one streamed message. */
 interface MessageState {
@@ -123,6 +126,18 @@ export class SlackStreams {
     if (until > Date.now()) return true;
     this.pausedUntil.delete(to.conversation);
     return false;
+  }
+
+  /**
+   * Waits out what is left of a 429's pause of the conversation before the final delivery writes
+   * to it (a Retry-After the stream was given holds for the answer's last writes too). A pause
+   * longer than slackCall would wait is not waited for here: the call's own 429 decides.
+   */
+  async untilResumed(to: InboundMessage): Promise<void> {
+    const until = this.pausedUntil.get(to.conversation);
+    if (until === undefined) return;
+    const left = until - Date.now();
+    if (left > 0 && left <= FINAL_MAX_WAIT_MS) await sleep(left);
   }
 
   /** Ends the native streams still open among `ids` (before they are edited into the final answer). */

@@ -26,7 +26,7 @@ function outboundFor(config: Config, log: Logger): TelegramOutbound {
   const apiRoot = apiRootOf(settings);
   const api = new Api(settings.token, { apiRoot });
   api.config.use(redactNetworkErrors);
-  return new TelegramOutbound(api, { token: settings.token, apiRoot, log });
+  return new TelegramOutbound(api, { token: settings.token, apiRoot, log, drafts: settings.drafts });
 }
 
 /** The Telegram channel (grammY). Registered in src/channels/registry.ts. */

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { InputFile, type Api } from 'grammy';
 import type { Logger } from '../../log.js';
 import { splitMessage } from '../../delivery/chunk.js';
@@ -55,6 +56,8 @@ export interface TelegramOutboundOptions {
   log: Logger;
   /** Test seam: the clock the pacer reads. */
   now?: () => number;
+  /** TELEGRAM_DRAFTS: a private chat's answer streams as a draft (sendMessageDraft), posted as a message once final. */
+  drafts?: boolean;
 }
 
 /**
@@ -110,6 +113,7 @@ export class TelegramOutbound implements OutboundAdapter {
   async streamAnswer(to: InboundMessage, text: string, shown: StreamShown): Promise<StreamShown> {
     const chatId = chatIdOf(to);
     if (this.pacer.editWaitMs(chatId) > 0) return shown;
+    if (this.options.drafts && !isGroup(to)) return this.streamDraft(to, text, shown);
     const pieces = splitMessage(text, PIECE_LIMIT);
     const i = pieces.findIndex((piece, k) => shownText(pieces, k) !== shown.texts[k]);
     if (i < 0) return shown;
@@ -136,6 +140,8 @@ export class TelegramOutbound implements OutboundAdapter {
    * message i (on the chat's budget); pieces past them are posted; streamed messages left over go.
    */
   async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
+    // A draft is a preview, not a message: the answer is posted as one (the draft gives way to it).
+    if (shown.ids.some(isDraft)) return this.post(to, text, 'answer', ledger);
     const pieces = splitMessage(text, PIECE_LIMIT);
     let target = to;
     const ids = await sendPieces(pieces, ledger, {
@@ -246,6 +252,28 @@ export class TelegramOutbound implements OutboundAdapter {
       this.options.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; sending it as plain text');
       return { id: await this.send(to, piece, { html: false, notify: true, reply: first }), to };
     }
+  }
+
+  /**
+   * The answer so far as the chat's draft (private chats, TELEGRAM_DRAFTS=1): one draft per
+   * streamed step, animated by Telegram; past a message's length it shows the beginning marked.
+   */
+  private async streamDraft(to: InboundMessage, text: string, shown: StreamShown): Promise<StreamShown> {
+    const chatId = chatIdOf(to);
+    const id = shown.ids[0] ?? `${DRAFT}${newDraftId()}`;
+    const display = `${splitMessage(text, PIECE_LIMIT)[0] ?? ''}${STILL_WRITING}`;
+    if (shown.texts[0] === display) return shown;
+    this.pacer.markEdit(chatId);
+    const thread = threadIdOf(to);
+    try {
+      await this.api.raw.sendMessageDraft({ chat_id: chatId, draft_id: Number(id.slice(DRAFT.length)), text: display, ...(thread !== undefined && { message_thread_id: thread }) });
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      if (failure.kind !== 'rate_limited') throw err;
+      this.noteWait(chatId, 'sendMessageDraft', failure, failure.retryAfterMs);
+      return shown;
+    }
+    return { ids: [id], texts: [display] };
   }
 
   /** A streamed message becomes a final piece: HTML as sendPiece renders it, plain when Telegram refuses the entities. */
@@ -363,6 +391,13 @@ function placement(to: InboundMessage, reply: boolean): { message_thread_id?: nu
     ...(replyTo !== undefined && { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true as const } }),
   };
 }
+
+/** A streamed "message" that is a draft: `draft:<draft_id>`. */
+const DRAFT = 'draft:';
+const isDraft = (id: string) => id.startsWith(DRAFT);
+
+/** A non-zero draft id, new for each streamed step (Telegram animates changes of one draft id). */
+const newDraftId = () => randomInt(1, 2 ** 31);
 
 /** What streamed message k shows: its piece, and the last one the "still writing" mark. */
 function shownText(pieces: readonly string[], k: number): string {

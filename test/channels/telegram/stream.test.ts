@@ -109,3 +109,28 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
     expect(writes(chat).map((c) => c.method)).toEqual(['sendMessage']);
   });
 });
+
+describe('telegram with TELEGRAM_DRAFTS=1: a private chat streams the answer as a draft, then posts it once', () => {
+  let h: TelegramHarness;
+  beforeAll(async () => {
+    h = await TelegramHarness.start('tg-drafts', { TELEGRAM_DRAFTS: '1' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('growing drafts of one draft id, no message edited, the final answer one formatted message', async () => {
+    const chat = 4201;
+    h.stack.fake.script([{ content: `**Summary**\n\n${ANSWER}`, chunks: 6, chunkDelayMs: 500 }]);
+    h.dm(chat, 'write a long answer');
+    await waitFor('the run to end', async () => (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null && (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0, 30_000);
+    const drafts = h.tg.drafts.filter((d) => d.chatId === chat);
+    expect(drafts.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(drafts.map((d) => d.draftId)).size).toBe(1);
+    for (let i = 1; i < drafts.length; i++) expect(drafts[i]!.text.length).toBeGreaterThan(drafts[i - 1]!.text.length);
+    const answers = h.tg.sent.filter((m) => m.chatId === chat && !m.silent);
+    expect(answers.map((m) => m.text)).toEqual([`Summary\n\n${ANSWER}`]);
+    expect(answers[0]!.parseMode).toBe('HTML');
+    expect(answers[0]!.edits).toBe(0);
+  });
+});
