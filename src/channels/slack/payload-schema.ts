@@ -21,6 +21,8 @@ export const slackMessageEventSchema = z.object({
   ts: z.string(),
   thread_ts: opt,
   files: z.array(file).optional(),
+  team: opt,
+  user_team: opt,
 });
 
 export const slackCommandSchema = z.object({ command: z.string(), text: z.string(), channel_id: z.string().min(1), user_id: z.string().min(1), user_name: opt, trigger_id: opt });
