@@ -2,6 +2,7 @@ import type OpenAI from 'openai';
 import type { ModelClient, ModelRequest, ModelResponse } from './types.js';
 import { abortedResponse, errorResponse } from './model-error.js';
 import { addUsage, emit, type RunState } from './state.js';
+import { sleep } from '../lib/sleep.js';
 
 /** First backoff delay before jitter; doubles per attempt, capped by limits.maxRetryDelayMs. */
 const BASE_DELAY_MS = 500;
@@ -50,20 +51,4 @@ export function retryDelay(attempt: number, retryAfterMs: number | undefined, ca
   const base = BASE_DELAY_MS * 2 ** (attempt - 1);
   const jittered = base / 2 + (random() * base) / 2;
   return Math.round(Math.min(capMs, Math.max(jittered, retryAfterMs ?? 0)));
-}
-
-/** Resolves true after `ms`, false as soon as `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTextTokens, estimateTokens } from '../../src/agent/budget.js';
-import { retryDelay, sleep } from '../../src/agent/model-step.js';
+import { retryDelay } from '../../src/agent/model-step.js';
+import { sleep } from '../../src/lib/sleep.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../../src/agent/prompt.js';
 import { isComplete, isRepeat, unansweredCallIds } from '../../src/agent/resolve.js';
 import { StreamAccumulator } from '../../src/agent/stream.js';

@@ -1,3 +1,4 @@
+import type { CallFailure } from '../retry.js';
 import type { WriteFailure } from '../../delivery/pieces.js';
 
 /**
@@ -90,6 +91,13 @@ export function discordWriteFailure(err: unknown): WriteFailure {
 }
 
 const REFUSALS = new Set([400, 403, 404, 413]);
+
+/** What a failed call means for repeating it (the retry core decides; see ../retry.ts): a 5xx or no answer may have been performed. */
+export function discordCallFailure(err: unknown): CallFailure {
+  if (err instanceof DiscordRateLimitError) return { kind: 'rate_limited', retryAfterMs: err.retryAfterMs };
+  if (err instanceof DiscordNetworkError || (err instanceof DiscordApiError && err.status >= 500)) return { kind: 'transient' };
+  return { kind: 'permanent' };
+}
 
 /**
  * An error as it may be logged. discord.js's REST errors carry the request URL and body as

@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../lib/sleep.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import type { FailureReason } from '../../agent/types.js';

@@ -1,5 +1,5 @@
-import { setTimeout as delay } from 'node:timers/promises';
-import { classify, DiscordApiError, DiscordNetworkError, DiscordRateLimitError, redactRoute } from './errors.js';
+import { withRetries as retryCall } from '../retry.js';
+import { classify, discordCallFailure, DiscordNetworkError, redactRoute } from './errors.js';
 
 export const DISCORD_API = 'https://discord.com/api';
 export const API_VERSION = 10;
@@ -17,30 +17,15 @@ export interface RetryOptions {
   sleep?: (ms: number) => Promise<unknown>;
 }
 
-const BACKOFF_MS = [500, 1_500, 4_000];
-
-/**
- * The one classify-then-retry rule for Discord calls: wait out a 429 for as long as Discord asks
- * (up to a cap), back off on a 5xx or a lost response only when sending twice is harmless, and
- * rethrow everything else at once.
- */
-export async function withRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
-  const { idempotent, attempts = 5, maxRetryAfterMs = 60_000, sleep = delay } = options;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      if (attempt >= attempts) throw err;
-      if (err instanceof DiscordRateLimitError) {
-        if (err.retryAfterMs > maxRetryAfterMs) throw err;
-        await sleep(err.retryAfterMs);
-        continue;
-      }
-      const transient = err instanceof DiscordNetworkError || (err instanceof DiscordApiError && err.status >= 500);
-      if (!transient || !idempotent) throw err;
-      await sleep(BACKOFF_MS[Math.min(attempt - 1, BACKOFF_MS.length - 1)]!);
-    }
-  }
+/** Discord calls through the retry core (../retry.ts), with Discord's classifier. */
+export function withRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
+  return retryCall(call, {
+    classify: discordCallFailure,
+    idempotent: options.idempotent,
+    attempts: options.attempts ?? 5,
+    maxWaitMs: options.maxRetryAfterMs ?? 60_000,
+    ...(options.sleep && { sleep: options.sleep }),
+  });
 }
 
 export interface DiscordRestOptions {

@@ -1,5 +1,5 @@
 import type { WriteFailure } from '../../delivery/pieces.js';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { withRetries, type CallFailure } from '../retry.js';
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type FetchFunction, type Logger as SlackLogger } from '@slack/web-api';
 
 /** Slack's Web API base when SLACK_API_URL is not set. */
@@ -109,31 +109,28 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-const BACKOFF_MS = [500, 1_500, 4_000];
+/** What a classified failure means for repeating the call (the retry core decides; see ../retry.ts). */
+export function slackCallFailure(err: unknown): CallFailure {
+  if (err instanceof SlackRateLimited) return { kind: 'rate_limited', retryAfterMs: err.retryAfterMs };
+  if (err instanceof SlackUnknownOutcome) return { kind: 'transient' };
+  return { kind: 'permanent' };
+}
 
 /**
- * The one classify-then-retry helper for Slack Web API calls: honours Retry-After on 429,
- * backs off on transient failures of idempotent calls, never repeats a write whose outcome is
- * unknown, and rethrows what it does not retry as SlackRefused / SlackRateLimited / SlackUnknownOutcome.
+ * Slack Web API calls through the retry core: honours Retry-After on 429, backs off on transient
+ * failures of idempotent calls, never repeats a write whose outcome is unknown, and throws what it
+ * does not retry as SlackRefused / SlackRateLimited / SlackUnknownOutcome.
  */
-export async function slackCall<T>(method: string, call: () => Promise<T>, options: CallOptions): Promise<T> {
-  const attempts = options.attempts ?? 4;
-  const maxDelayMs = options.maxDelayMs ?? 30_000;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (raw) {
-      const err = classifySlackError(method, raw);
-      if (err instanceof SlackRefused || attempt >= attempts) throw err;
-      let delay: number;
-      if (err instanceof SlackRateLimited) {
-        if (err.retryAfterMs > maxDelayMs) throw err;
-        delay = err.retryAfterMs;
-      } else {
-        if (!options.idempotent) throw err;
-        delay = BACKOFF_MS[Math.min(attempt - 1, BACKOFF_MS.length - 1)]!;
-      }
-      await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined);
-    }
-  }
+export function slackCall<T>(method: string, call: () => Promise<T>, options: CallOptions): Promise<T> {
+  const classified = () =>
+    call().catch((raw: unknown) => {
+      throw classifySlackError(method, raw);
+    });
+  return withRetries(classified, {
+    classify: slackCallFailure,
+    idempotent: options.idempotent,
+    attempts: options.attempts ?? 4,
+    maxWaitMs: options.maxDelayMs ?? 30_000,
+    ...(options.signal && { signal: options.signal }),
+  });
 }

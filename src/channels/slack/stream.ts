@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../lib/sleep.js';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { InboundMessage, StreamShown } from '../types.js';

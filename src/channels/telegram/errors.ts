@@ -1,5 +1,6 @@
 import { GrammyError, HttpError, type Transformer } from 'grammy';
 import type { WriteFailure } from '../../delivery/pieces.js';
+import { withRetries, type CallFailure } from '../retry.js';
 
 /**
  * What a failed Bot API call means for the next decision. One function maps grammY's errors
@@ -106,45 +107,29 @@ export interface RetryOptions {
   maxWaitMs?: number;
   signal?: AbortSignal;
   /** Told before each wait (for logs and the per-chat flood-wait record). */
-  onWait?: (failure: TelegramFailure, waitMs: number) => void;
+  onWait?: (failure: CallFailure, waitMs: number) => void;
 }
 
-const BASE_BACKOFF_MS = 500;
-const MAX_BACKOFF_MS = 10_000;
+/** 500 ms doubling to 10 s: a Bot API server restarting takes a few seconds. */
+const BACKOFF_MS = [500, 1_000, 2_000, 4_000, 8_000, 10_000];
 
-/**
- * The one classify-then-retry helper for outbound Bot API calls: 429 waits retry_after (capped)
- * and repeats; a request that never left is repeated with backoff; a 5xx or a lost response is
- * repeated only for idempotent calls; everything else is thrown at once.
- */
-export async function withTelegramRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
-  const attempts = options.attempts ?? 4;
-  const maxWaitMs = options.maxWaitMs ?? 300_000;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const failure = classifyTelegramError(err);
-      const retryable = failure.kind === 'rate_limited' || failure.kind === 'unsent' || (failure.kind === 'transient' && options.idempotent);
-      if (!retryable || attempt >= attempts || options.signal?.aborted) throw err;
-      const waitMs = failure.kind === 'rate_limited' ? failure.retryAfterMs : Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** (attempt - 1));
-      if (waitMs > maxWaitMs) throw err;
-      options.onWait?.(failure, waitMs);
-      await sleep(waitMs, options.signal);
-    }
-  }
+/** What a failed Bot API call means for repeating it (the retry core decides; see ../retry.ts). */
+export function telegramCallFailure(err: unknown): CallFailure {
+  const failure = classifyTelegramError(err);
+  if (failure.kind === 'rate_limited' || failure.kind === 'unsent' || failure.kind === 'transient') return failure;
+  return { kind: 'permanent' };
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
+/** Outbound Bot API calls through the retry core, with Telegram's classifier. */
+export function withTelegramRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
+  return withRetries(call, {
+    classify: telegramCallFailure,
+    idempotent: options.idempotent,
+    attempts: options.attempts ?? 4,
+    maxWaitMs: options.maxWaitMs ?? 300_000,
+    backoffMs: BACKOFF_MS,
+    ...(options.signal && { signal: options.signal }),
+    ...(options.onWait && { onWait: options.onWait }),
   });
 }
 

@@ -6,7 +6,9 @@ import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, Outboun
 import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import { approvalData } from './approval-data.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
-import { classifyTelegramError, describeTelegramError, grammySignal, sleep, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
+import { classifyTelegramError, describeTelegramError, grammySignal, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
+import { sleep } from '../../lib/sleep.js';
+import type { CallFailure } from '../retry.js';
 import { downloadFile } from './download.js';
 import { escapeHtml, toTelegramHtml, visibleLength } from './format.js';
 import { chatIdOf, isGroup, PLATFORM, threadIdOf } from './ids.js';
@@ -376,7 +378,7 @@ export class TelegramOutbound implements OutboundAdapter {
     this.editNow(chatId, messageId, text).catch((err: unknown) => this.options.log.warn({ chat: chatId, error: describeTelegramError(err) }, 'deferred status edit failed'));
   }
 
-  private noteWait(chatId: number, method: string, failure: TelegramFailure, ms: number): void {
+  private noteWait(chatId: number, method: string, failure: TelegramFailure | CallFailure, ms: number): void {
     if (failure.kind === 'rate_limited') this.pacer.flood(chatId, ms);
     this.options.log.info({ chat: chatId, method, failure: failure.kind, waitMs: ms }, 'telegram asked to wait; retrying after it');
   }

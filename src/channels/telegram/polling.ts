@@ -1,7 +1,8 @@
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from '../../log.js';
-import { classifyTelegramError, describeTelegramError, grammySignal, sleep, withTelegramRetries } from './errors.js';
+import { classifyTelegramError, describeTelegramError, grammySignal, withTelegramRetries } from './errors.js';
+import { sleep } from '../../lib/sleep.js';
 import type { PollingLease } from './lease.js';
 
 export interface PollerOptions {
@@ -183,13 +184,14 @@ export class Poller {
       }
       this.state = { connected: false, detail: `409 Conflict: another process polls this bot token (${why}); retrying in ${Math.round(wait / 1000)} s` };
       this.webhookCleared = !/webhook/i.test(why);
-      return sleep(wait, this.stopWait.signal);
+      await sleep(wait, this.stopWait.signal);
+      return;
     }
     const wait = failure.kind === 'rate_limited' ? failure.retryAfterMs : failure.kind === 'unauthorized' ? 60_000 : (o.errorBackoffMs ?? 3_000);
     if (!this.failing) o.log[failure.kind === 'unauthorized' ? 'error' : 'warn']({ error: why, waitMs: wait }, failure.kind === 'unauthorized' ? 'telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)' : 'telegram getUpdates failed; retrying');
     this.failing = true;
     this.state = { connected: false, detail: failure.kind === 'unauthorized' ? `the bot token was rejected (${why})` : `getUpdates failing: ${why}` };
-    return sleep(wait, this.stopWait.signal);
+    await sleep(wait, this.stopWait.signal);
   }
 
   private pollSucceeded(): void {
