@@ -238,8 +238,11 @@ async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: Out
       .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
     job.log(`run view: ${runViewPath(runId)}`),
   ]);
-  if (outcome.state !== 'completed') {
+  // A run that did not complete, or a reply the platform refused for good, is a failed job and
+  // never retried: repeating cannot change either (the reply is settled, the session goes on).
+  if (outcome.state !== 'completed' || report.undeliverable !== undefined) {
     await job.log(`result ${JSON.stringify(result)}`);
+    if (report.undeliverable !== undefined) throw new UnrecoverableError(`undeliverable: ${report.undeliverable}`);
     throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
   }
   return result;

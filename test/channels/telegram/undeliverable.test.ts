@@ -18,7 +18,7 @@ describe('telegram: a reply Telegram refuses for good does not hold its session'
     await h?.close();
   });
 
-  it('is settled as undeliverable (run record, metric, job result) and the next message is answered', async () => {
+  it('is settled as undeliverable (run record, metric, a failed job never retried) and the next message is answered', async () => {
     const chat = 3001;
     // Every attempt to post the first answer is refused as a blocked bot would be.
     h.tg.fault({ method: 'sendMessage', when: (b) => String(b.text).includes('first'), status: 403, description: 'Forbidden: bot was blocked by the user', times: 100 });
@@ -29,9 +29,11 @@ describe('telegram: a reply Telegram refuses for good does not hold its session'
     await waitFor('the second answer', () => h.answers(chat).some((c) => c.body.text === 'ack: the second question'), 20_000);
     const refused = h.callsFor(chat).filter((c) => c.method === 'sendMessage' && c.error === 403);
     expect(refused).toHaveLength(1);
-    const job = await waitFor('the first job', async () => (await h.stack.queue.getJobs(['completed'])).find((j) => j.returnvalue?.undeliverable));
-    expect(job!.returnvalue.undeliverable).toMatch(/403.*blocked/);
-    const record = await waitFor('its run record', () => h.stack.redis.get(`${h.stack.config.queue.prefix}:run:${job!.returnvalue.runId}`));
+    const job = await waitFor('the first job', async () => (await h.stack.queue.getJobs(['failed'])).find((j) => j.failedReason?.startsWith('undeliverable')));
+    expect(job!.failedReason).toMatch(/^undeliverable: .*403.*blocked/);
+    // Failed as unrecoverable: one attempt, not retried by BullMQ.
+    expect(job!.attemptsMade).toBe(1);
+    const record = await waitFor('its run record', () => h.stack.redis.get(`${h.stack.config.queue.prefix}:run:${job!.data.runId}`));
     expect(JSON.parse(record!)).toMatchObject({ undeliverable: expect.stringMatching(/blocked/), journal: expect.arrayContaining([expect.objectContaining({ t: 'undeliverable' })]) });
     expect(await h.stack.metrics.registry.getSingleMetricAsString('switchboard_undeliverable_replies_total')).toMatch(/platform="telegram"} 1/);
   }, 40_000);
