@@ -206,6 +206,23 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     send(res, 200, body, scopeHeader);
   }
 
+  /** A new message the bot posted (chat.postMessage, or the start of a stream). */
+  function post(p: Record<string, any>, text: string, extra: Partial<FakeMessage>): FakeMessage {
+    const message: FakeMessage = {
+      channel: String(p.channel),
+      ts: nextTs(),
+      text,
+      edits: [],
+      blockEdits: [],
+      deleted: false,
+      params: p,
+      ...(p.thread_ts && { thread_ts: String(p.thread_ts) }),
+      ...extra,
+    };
+    messages.push(message);
+    return message;
+  }
+
   function handle(method: string, p: Record<string, any>): Record<string, unknown> {
     switch (method) {
       case 'auth.test':
@@ -217,20 +234,8 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
         if (blocks === 'invalid') return { ok: false, error: 'invalid_blocks' };
         if (!text.trim() && !blocks) return { ok: false, error: 'no_text' };
         if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
-        const ts = nextTs();
-        const message: FakeMessage = {
-          channel: String(p.channel),
-          ts,
-          text,
-          edits: [],
-          blockEdits: [],
-          deleted: false,
-          params: p,
-          ...(p.thread_ts && { thread_ts: String(p.thread_ts) }),
-          ...(blocks && { blocks }),
-        };
-        messages.push(message);
-        return { ok: true, channel: message.channel, ts, message: messageView(message) };
+        const message = post(p, text, blocks ? { blocks } : {});
+        return { ok: true, channel: message.channel, ts: message.ts, message: messageView(message) };
       }
       case 'chat.startStream':
       case 'chat.appendStream':
@@ -319,18 +324,9 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
         if (!p.recipient_user_id) return { ok: false, error: 'missing_recipient_user_id' };
         if (!p.recipient_team_id) return { ok: false, error: 'missing_recipient_team_id' };
       }
-      const ts = nextTs();
-      messages.push({
-        channel: String(p.channel),
-        ts,
-        text,
-        edits: [],
-        blockEdits: [],
-        deleted: false,
-        params: p,
-        stream: { streaming: true, chunks: text ? [text] : [] },
-        ...(p.thread_ts && { thread_ts: String(p.thread_ts) }),
-      });
+      // A stream is a reply in a thread: thread_ts is required.
+      if (!p.thread_ts) return { ok: false, error: 'invalid_arguments' };
+      const { ts } = post(p, text, { stream: { streaming: true, chunks: text ? [text] : [] } });
       return { ok: true, channel: String(p.channel), ts };
     }
     const message = messages.find((m) => m.channel === p.channel && m.ts === p.ts && !m.deleted);
