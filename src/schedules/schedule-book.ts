@@ -127,17 +127,18 @@ export class ScheduleBook {
   }
 
   async ofSession(session: string): Promise<ScheduleView[]> {
-    return this.withNexts(await this.store.ofSession(session));
+    // A conversation has a few schedules: each job scheduler is looked up by its id.
+    const schedules = await this.store.ofSession(session);
+    const next = new Map(await Promise.all(schedules.filter(isActive).map(async (s) => [s.id, (await this.queue.getJobScheduler(s.id))?.next ?? undefined] as const)));
+    return schedules.map((s) => withNext(s, isActive(s) ? next.get(s.id) : undefined));
   }
 
+  /** Every schedule (the admin API): one read of all job schedulers. */
   async all(): Promise<ScheduleView[]> {
-    return this.withNexts(await this.store.all());
-  }
-
-  private async withNexts(schedules: Schedule[]): Promise<ScheduleView[]> {
+    const schedules = await this.store.all();
     if (schedules.length === 0) return [];
     const next = new Map((await this.queue.getJobSchedulers()).map((s) => [s.key, s.next ?? undefined]));
-    return schedules.map((s) => withNext(s, s.state === 'active' ? next.get(s.id) : undefined));
+    return schedules.map((s) => withNext(s, isActive(s) ? next.get(s.id) : undefined));
   }
 
   /**
@@ -190,3 +191,5 @@ export class ScheduleBook {
 function withNext(schedule: Schedule, next: number | undefined): ScheduleView {
   return next === undefined || !Number.isFinite(next) ? schedule : { ...schedule, next };
 }
+
+const isActive = (s: Schedule): boolean => s.state === 'active';
