@@ -1,12 +1,10 @@
 import type { AccessConfig } from '../config/config.js';
-import type { InboundMessage } from '../channels/types.js';
+import type { InboundMessage, RefusalReason } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { platformName, policyVerdict, type DenyReason } from './policy.js';
+import { platformName, policyVerdict } from './policy.js';
 import type { PairingStore, RequestResult } from './pairing-store.js';
 import type { UserRateLimit } from './rate-limit.js';
-
-export type RefusalReason = DenyReason | 'rate_limited';
 
 /** `reply`: what the person is told (absent: nothing, e.g. DMs disabled or a repeated rate-limit refusal). */
 export type GateVerdict = { pass: true } | { pass: false; reason: RefusalReason; reply?: string };

@@ -1,8 +1,5 @@
 import type { AccessConfig } from '../config/config.js';
-import type { InboundMessage } from '../channels/types.js';
-
-/** Why a message is not let through. */
-export type DenyReason = 'dm_disabled' | 'not_allowed' | 'pairing' | 'channel_not_allowed';
+import type { DenyReason, InboundMessage } from '../channels/types.js';
 
 /**
  * The static part of access control: what the configuration alone says about one message.

@@ -1,23 +1,14 @@
 import type { Redis } from 'ioredis';
-import type { AccessGate, RefusalReason } from '../access/gate.js';
+import type { AccessGate } from '../access/gate.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Producer } from '../queue/producer.js';
 import { formatStatus, type SessionControl } from '../queue/control.js';
 import { helpText, parseCommand, unknownCommandText, type CommandName } from './commands.js';
 import { sessionKeyOf } from './session-key.js';
-import type { InboundMessage } from './types.js';
+import type { ChannelIntake, InboundMessage, IntakeResult } from './types.js';
 import type { ScheduleBook } from '../schedules/schedule-book.js';
 import { scheduleList } from '../schedules/describe.js';
-
-export type IntakeResult =
-  | { kind: 'queued'; session: string }
-  /** A redelivered event: already queued, or already answered at once. Nothing to do. */
-  | { kind: 'duplicate'; session: string }
-  /** A command answered at once; the channel shows `reply` the way its platform answers commands. */
-  | { kind: 'command'; session: string; name: CommandName | 'unknown'; reply: string; ok: boolean }
-  /** Not queued: access control, a limit or a full queue. `reply`, when present, is what the person is told. */
-  | { kind: 'refused'; session: string; reason: RefusalReason | 'queue_full'; reply?: string };
 
 /** What the channel shows the person for this result, if anything. */
 export function replyOf(result: IntakeResult): string | undefined {
@@ -45,7 +36,7 @@ const ANSWERED_TTL_SECONDS = 24 * 3600;
  * else go to the session's inbox, in order. Anything answered at once is answered once per
  * platform event, however often the platform delivers it.
  */
-export class Intake {
+export class Intake implements ChannelIntake {
   private readonly metrics: Metrics | undefined;
 
   constructor(

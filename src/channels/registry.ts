@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.js';
-import type { ChannelModule } from './contract.js';
+import type { ChannelModule } from './types.js';
 
-export type { ChannelHealth, ChannelModule, GatewayContext, InboundChannel, OutboundContext } from './contract.js';
+export type { ChannelHealth, ChannelModule, GatewayContext, InboundChannel, OutboundContext } from './types.js';
 
 /** A platform channel, loaded only when its configuration enables it (each SDK costs start-up time and memory). */
 export interface ChannelEntry {

@@ -1,4 +1,9 @@
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.js';
+import type { Logger } from '../log.js';
 import type { PieceLedger, WriteFailure } from '../delivery/pieces.js';
+import type { CommandName } from './commands.js';
 
 /**
  * The channel adapter contract: two halves behind one small interface.
@@ -173,4 +178,109 @@ export interface OutboundAdapter {
   approvalDecided?(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void>;
   /** Called once when a run's reply was delivered (or its failure line was). */
   ended?(to: InboundMessage, outcome: DeliveredOutcome): Promise<void>;
+}
+
+/*
+ * The contract between the roles and a platform channel module: what a module gets from the gateway
+ * and a worker. The gateway's intake and approval desk are seen through narrow ports (the members
+ * the channels call), so this file imports neither class back.
+ */
+
+/** Why a message is not let through. */
+export type DenyReason = 'dm_disabled' | 'not_allowed' | 'pairing' | 'channel_not_allowed';
+
+export type RefusalReason = DenyReason | 'rate_limited';
+
+export type IntakeResult =
+  | { kind: 'queued'; session: string }
+  /** A redelivered event: already queued, or already answered at once. Nothing to do. */
+  | { kind: 'duplicate'; session: string }
+  /** A command answered at once; the channel shows `reply` the way its platform answers commands. */
+  | { kind: 'command'; session: string; name: CommandName | 'unknown'; reply: string; ok: boolean }
+  /** Not queued: access control, a limit or a full queue. `reply`, when present, is what the person is told. */
+  | { kind: 'refused'; session: string; reason: RefusalReason | 'queue_full'; reply?: string };
+
+/** What a channel uses of the intake (channels/intake.ts `Intake`). */
+export interface ChannelIntake {
+  /** `botName` lets a group command addressed to another bot (`/stop@other`) pass as plain text. */
+  accept(message: InboundMessage, botName?: string): Promise<IntakeResult>;
+  /**
+   * True the first time this event is answered at once; false for a redelivery of it. Public for
+   * a channel's own at-once answers (Telegram's "file too large"), so every one is kept in one place.
+   */
+  firstAnswer(message: Pick<InboundMessage, 'platform' | 'eventId'>): Promise<boolean>;
+}
+
+/** What a channel reads of an approval record (queue/approvals.ts `ApprovalRecord` has these and more). */
+export interface ApprovalRecordView {
+  id: string;
+  tool: string;
+  args: string;
+  requester: string;
+  requesterName?: string;
+  expiresAt: number;
+  status: 'pending' | 'approved' | 'denied' | 'expired' | 'cancelled';
+  /** Who decided (a display name or id), and when. */
+  by?: string;
+  at?: number;
+}
+
+/** A click's result; queue/approvals.ts `DecideResult` is this with its full record. */
+export type ChannelDecideResult<R extends ApprovalRecordView = ApprovalRecordView> =
+  | { kind: 'decided'; record: R }
+  /** The card was decided already (a second click); nothing changed. */
+  | { kind: 'already'; record: R }
+  /** The clicker may not decide for this run; nothing changed. */
+  | { kind: 'not_allowed'; record: R }
+  | { kind: 'unknown' };
+
+/** What a channel uses of the approval desk (queue/approvals.ts `ApprovalDesk`). */
+export interface ChannelApprovals {
+  /** A click. The clicker's id decides whether they may; the name is what the card shows. */
+  decide(id: string, decision: 'approved' | 'denied', clicker: { platform: string; userId: string; name?: string }): Promise<ChannelDecideResult>;
+}
+
+/** What a channel's gateway half may use. */
+export interface GatewayContext {
+  config: Config;
+  intake: ChannelIntake;
+  /** The gateway's HTTP app: webhook routes (Slack events, Telegram webhook) are mounted here before it listens. */
+  app: Express;
+  redis: Redis;
+  /** Hash-tagged key prefix for the channel's own Redis keys (e.g. its de-duplication of redeliveries). */
+  prefix: string;
+  /** Where approval clicks are decided (a card's Approve / Deny buttons). */
+  approvals: ChannelApprovals;
+  log: Logger;
+}
+
+export interface ChannelHealth {
+  /** Connected and receiving (polling, gateway or socket up; webhook registered). */
+  connected: boolean;
+  /** When the last event arrived, ms since the epoch. */
+  lastEventAt?: number;
+  /** Why it is not connected, for /readyz. */
+  detail?: string;
+}
+
+/** A channel's running inbound half in the gateway. */
+export interface InboundChannel {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  health(): ChannelHealth;
+}
+
+/** What a worker needs to build a channel's outbound half: plain HTTP to the platform, no gateway connection. */
+export interface OutboundContext {
+  config: Config;
+  redis: Redis;
+  log: Logger;
+}
+
+export interface ChannelModule {
+  readonly name: string;
+  enabled(config: Config): boolean;
+  inbound(ctx: GatewayContext): InboundChannel;
+  outbound(ctx: OutboundContext): OutboundAdapter;
 }

@@ -1,5 +1,4 @@
-import type { ApprovalCard, ApprovalOutcome } from '../channels/types.js';
-import type { DecideResult } from '../queue/approvals.js';
+import type { ApprovalCard, ApprovalOutcome, ChannelDecideResult } from '../channels/types.js';
 
 /** The part of a card that shows what would run: the command itself for run_command, else the arguments as sent. */
 export function cardSubject(card: Pick<ApprovalCard, 'tool' | 'args'>): { label: string; code: string } {
@@ -36,7 +35,7 @@ export function decisionLine(outcome: ApprovalOutcome): string {
 }
 
 /** What someone whose click did not decide reads, privately (each platform shows it its own way). */
-export function refusalText(result: Exclude<DecideResult, { kind: 'decided' }>): string {
+export function refusalText(result: Exclude<ChannelDecideResult, { kind: 'decided' }>): string {
   switch (result.kind) {
     case 'not_allowed':
       return 'Only the person who asked, or an approver, can decide this.';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ApprovalDecision } from '../agent/types.js';
-import type { ApprovalCard } from '../channels/types.js';
+import type { ApprovalCard, ChannelApprovals, ChannelDecideResult } from '../channels/types.js';
 import { mayDecide } from '../tools/policy.js';
 import type { SessionKeys } from './keys.js';
 import type { RunQueue } from './run-queue.js';
@@ -26,17 +26,12 @@ export interface ApprovalRecord {
 }
 
 /** The card of an approval, as every platform shows it (the worker when posting and editing it, a gateway answering a click). */
-export function cardOf(r: ApprovalRecord): ApprovalCard {
+export function cardOf(r: Pick<ApprovalRecord, 'id' | 'tool' | 'args' | 'requester' | 'requesterName' | 'expiresAt'>): ApprovalCard {
   return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
 }
 
-export type DecideResult =
-  | { kind: 'decided'; record: ApprovalRecord }
-  /** The card was decided already (a second click); nothing changed. */
-  | { kind: 'already'; record: ApprovalRecord }
-  /** The clicker may not decide for this run; nothing changed. */
-  | { kind: 'not_allowed'; record: ApprovalRecord }
-  | { kind: 'unknown' };
+/** A click's result (channels/types.ts `ChannelDecideResult`, with the full record). */
+export type DecideResult = ChannelDecideResult<ApprovalRecord>;
 
 // KEYS: approval   ARGV: status, by, at → 1 decided, 0 it was not pending
 const DECIDE = `
@@ -53,7 +48,7 @@ const KEEP_AFTER_EXPIRY_S = 24 * 3600;
  * expiry); a click decides it once (a second click, or one by someone who may not decide, changes
  * nothing) and wakes the job, which resumes the turn from its journal on any worker.
  */
-export class ApprovalDesk {
+export class ApprovalDesk implements ChannelApprovals {
   private readonly redis: Redis & { sbDecide?: (key: string, status: string, by: string, at: number) => Promise<number> };
 
   constructor(

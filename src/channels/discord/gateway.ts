@@ -1,4 +1,4 @@
-import type { ChannelHealth } from '../contract.js';
+import type { ChannelHealth } from '../types.js';
 import type { EventEmitter } from 'node:events';
 import { Client, Events, GatewayIntentBits, Options, Partials } from 'discord.js';
 import type { Logger } from '../../log.js';

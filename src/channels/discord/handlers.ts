@@ -1,13 +1,13 @@
 import { MessageFlags, type ButtonInteraction, type ChatInputCommandInteraction, type Message } from 'discord.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { cardOf, type ApprovalDesk, type DecideResult } from '../../queue/approvals.js';
+import { cardOf } from '../../queue/approvals.js';
 import { decidedText } from './approval-card.js';
 import { parseApprovalCustomId } from './approval-data.js';
 import { unknownCommandText } from '../commands.js';
-import { replyOf, type Intake } from '../intake.js';
+import { replyOf } from '../intake.js';
 import { sessionKeyOf } from '../session-key.js';
-import type { InboundMessage, OutboundAdapter } from '../types.js';
+import type { ChannelApprovals, ChannelDecideResult, ChannelIntake, InboundMessage, OutboundAdapter } from '../types.js';
 import { interactionKey, interactionOf, tokenLifeLeftMs } from './ids.js';
 import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
@@ -15,9 +15,9 @@ import { buttonView, commandView, messageView } from './views.js';
 import { refusalText } from '../../delivery/approval-card.js';
 
 export interface HandlerDeps {
-  intake: Intake;
+  intake: ChannelIntake;
   /** Where an approval button's press is decided. */
-  approvals: Pick<ApprovalDesk, 'decide'>;
+  approvals: ChannelApprovals;
   out: OutboundAdapter;
   redis: Redis;
   prefix: string;
@@ -94,7 +94,7 @@ export class DiscordHandlers {
     const view = buttonView(interaction);
     const parsed = parseApprovalCustomId(view.customId);
     if (!parsed) return void (await ephemeral(interaction, 'This button is not one of mine.'));
-    let result: DecideResult;
+    let result: ChannelDecideResult;
     try {
       result = await approvals.decide(parsed.id, parsed.decision, { platform: 'discord', userId: view.user.id, name: view.user.name });
     } catch (err) {

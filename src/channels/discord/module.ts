@@ -1,4 +1,4 @@
-import type { ChannelModule, GatewayContext, OutboundContext } from '../contract.js';
+import type { ChannelModule, GatewayContext, OutboundContext } from '../types.js';
 import type { Config } from '../../config/config.js';
 import type { Logger } from '../../log.js';
 import type { Redis } from 'ioredis';

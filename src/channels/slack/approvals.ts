@@ -1,4 +1,4 @@
-import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
+import type { ChannelApprovals, ChannelDecideResult } from '../types.js';
 import { parseApprovalAction } from './approval-data.js';
 import { refusalText } from '../../delivery/approval-card.js';
 
@@ -18,7 +18,7 @@ export interface SlackButtonAction {
 
 /** What a click came to: the desk's answer (absent: not one of our buttons) and what the clicker is told privately, if anything. */
 export interface ClickOutcome {
-  result?: DecideResult;
+  result?: ChannelDecideResult;
   /** Where to tell them: the card's channel and thread. */
   channel?: string;
   thread?: string;
@@ -36,7 +36,7 @@ export function clickerName(user: SlackBlockActions['user']): string {
  * approver. Anyone else, a second click and a card nobody waits for any more get a private
  * answer; a click that decided gets none (the run shows the decision on the card as it resumes).
  */
-export async function decideClick(approvals: Pick<ApprovalDesk, 'decide'>, body: SlackBlockActions, action: SlackButtonAction): Promise<ClickOutcome> {
+export async function decideClick(approvals: ChannelApprovals, body: SlackBlockActions, action: SlackButtonAction): Promise<ClickOutcome> {
   const channel = body.channel?.id ?? body.container?.channel_id;
   const thread = body.message?.thread_ts ?? body.container?.thread_ts;
   const where = { ...(channel !== undefined && { channel }), ...(thread !== undefined && { thread }) };
@@ -48,6 +48,6 @@ export async function decideClick(approvals: Pick<ApprovalDesk, 'decide'>, body:
 }
 
 /** What the person who clicked reads (only they see it); nothing when their click decided. */
-export function clickAnswer(result: DecideResult): string | undefined {
+export function clickAnswer(result: ChannelDecideResult): string | undefined {
   return result.kind === 'decided' ? undefined : refusalText(result);
 }

@@ -1,8 +1,7 @@
-import type { ChannelHealth, GatewayContext } from '../contract.js';
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import { replyOf } from '../intake.js';
-import type { InboundMessage } from '../types.js';
+import type { ChannelHealth, GatewayContext, InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
 import { APPROVAL_ACTION_IDS } from './approval-data.js';
 import { decideClick, type SlackBlockActions, type SlackButtonAction } from './approvals.js';

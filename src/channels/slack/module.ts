@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config.js';
 import { SlackGateway } from './gateway.js';
-import type { ChannelModule, GatewayContext, OutboundContext } from '../contract.js';
+import type { ChannelModule, GatewayContext, OutboundContext } from '../types.js';
 import { SlackOutbound } from './outbound.js';
 
 /**

@@ -1,18 +1,16 @@
-import type { ChannelHealth } from '../contract.js';
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { Bot } from 'grammy';
 import type { BotCommand, CallbackQuery, Message, Update } from 'grammy/types';
-import type { ApprovalDesk, DecideResult } from '../../queue/approvals.js';
 import { parseApprovalData } from './approval-data.js';
 import { telegramMessageSchema } from './update-schema.js';
 import { malformed } from '../payload.js';
 import { refusalText } from '../../delivery/approval-card.js';
 import type { Logger } from '../../log.js';
-import { replyOf, type Intake } from '../intake.js';
+import { replyOf } from '../intake.js';
 import { COMMANDS } from '../commands.js';
-import type { InboundMessage } from '../types.js';
+import type { ChannelApprovals, ChannelDecideResult, ChannelHealth, ChannelIntake, InboundMessage } from '../types.js';
 import { CLOUD_DOWNLOAD_LIMIT } from './download.js';
 import { describeTelegramError, grammySignal, redactNetworkErrors, withTelegramRetries } from './errors.js';
 import { sleep } from '../../lib/sleep.js';
@@ -34,8 +32,8 @@ export interface TelegramSettings {
 export interface TelegramGatewayDeps {
   settings: TelegramSettings;
   attachmentMaxBytes: number;
-  intake: Pick<Intake, 'accept' | 'firstAnswer'>;
-  approvals: Pick<ApprovalDesk, 'decide'>;
+  intake: ChannelIntake;
+  approvals: ChannelApprovals;
   app: Express;
   redis: Redis;
   prefix: string;
@@ -229,7 +227,7 @@ export class TelegramChannel {
 }
 
 /** What the person who pressed a button reads (only they see it). */
-function buttonAnswer(result: DecideResult): string {
+function buttonAnswer(result: ChannelDecideResult): string {
   if (result.kind !== 'decided') return refusalText(result);
   return result.record.status === 'approved' ? 'Approved: the run goes on.' : 'Denied: the call will not run.';
 }
