@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { writeFileAtomic } from './atomic-write.js';
 import { z } from 'zod';
 import { fsError, readTextFile } from './fs-errors.js';
 import { formatBytes, splitLines } from './text.js';
@@ -43,7 +43,7 @@ export function createEditFileTool(ws: Workspace, limits: Partial<typeof EDIT_LI
       const bytes = Buffer.byteLength(updated);
       if (bytes > maxFileBytes) throw new ToolError(`the edit would make ${display} ${formatBytes(bytes)}, over the limit`);
       signal.throwIfAborted();
-      await writeFile(abs, updated, { signal }).catch((err: unknown) => {
+      await writeFileAtomic(abs, updated, signal).catch((err: unknown) => {
         throw fsError(err, display);
       });
       const line = countLines(text.slice(0, at));

@@ -1,4 +1,5 @@
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
+import { writeFileAtomic } from './atomic-write.js';
 import path from 'node:path';
 import { z } from 'zod';
 import { fsError } from './fs-errors.js';
@@ -41,7 +42,7 @@ export function createWriteFileTool(ws: Workspace, limits: Partial<typeof WRITE_
       signal.throwIfAborted();
       try {
         await mkdir(path.dirname(abs), { recursive: true });
-        await writeFile(abs, content, { signal });
+        await writeFileAtomic(abs, content, signal);
       } catch (err) {
         throw fsError(err, display);
       }

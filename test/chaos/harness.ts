@@ -139,6 +139,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const journals = new Map<number, string>();
     for (const chatId of new Set(chatOf.values())) journals.set(chatId, await readFile(journalPath(chatId), 'utf8'));
     if (fleet.failures.length > 0) o.log(`workers that did not start: ${fleet.failures.join('; ')}`);
+    // A tool error the model saw is named, so the figure can be looked up.
+    for (const post of tg.sent) if (post.text.startsWith('done-with-error')) o.log(`done-with-error in chat ${post.chatId}: ${post.text.slice(0, 300)}`);
     const figures = computeFigures({
       messages: plan,
       posts: tg.sent,
