@@ -61,6 +61,55 @@ const FILES = tsFiles(SRC);
 const rel = (path: string) => relative(SRC, path).split(sep).join('/');
 const IMPORTS = new Map(FILES.map((f) => [f, specifiers(readFileSync(f, 'utf8'))]));
 
+const FS_MODULES = new Set(['fs', 'node:fs', 'fs/promises', 'node:fs/promises']);
+/** fs functions that change the file system (their Sync variants too); `open` counts unless every call opens read-only ('r'). */
+const FS_WRITES = new Set(['writeFile', 'appendFile', 'mkdir', 'mkdtemp', 'rename', 'link', 'symlink', 'unlink', 'rm', 'rmdir', 'copyFile', 'cp', 'truncate', 'chmod', 'lchmod', 'chown', 'lchown', 'utimes', 'lutimes', 'createWriteStream', 'write', 'writev', 'open']);
+
+/** The write-capable fs functions a source file uses, by named import, namespace import or require. */
+export function fsWrites(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const used = new Set<string>();
+  const note = (name: string) => {
+    const base = name.replace(/Sync$/, '');
+    if (!FS_WRITES.has(base)) return;
+    if (base === 'open' && onlyReadOnlyOpens(code)) return;
+    used.add(base);
+  };
+  for (const m of code.matchAll(/^\s*import\s+(?!type\b)([^;]*?)\s+from\s*['"]([^'"]+)['"]/gm)) {
+    if (!FS_MODULES.has(m[2]!)) continue;
+    const clause = m[1]!;
+    const named = /\{([^}]*)\}/.exec(clause)?.[1] ?? '';
+    for (const part of named.split(',')) {
+      const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!;
+      if (name && !part.trim().startsWith('type ')) note(name);
+    }
+    const namespace = /(?:\*\s*as\s+(\w+))|^(\w+)/.exec(clause.replace(/\{[^}]*\}/, '').trim());
+    const ns = namespace?.[1] ?? namespace?.[2];
+    if (ns) for (const use of code.matchAll(new RegExp(`\\b${ns}\\.(?:promises\\.)?(\\w+)`, 'g'))) note(use[1]!);
+  }
+  for (const m of code.matchAll(/\b(?:const|let|var)\s+(\w+|\{[^}]*\})\s*=\s*(?:await\s+import|require)\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    if (!FS_MODULES.has(m[2]!)) continue;
+    if (m[1]!.startsWith('{')) for (const part of m[1]!.slice(1, -1).split(',')) note(part.trim().split(/\s*:\s*/)[0]!);
+    else for (const use of code.matchAll(new RegExp(`\\b${m[1]}\\.(?:promises\\.)?(\\w+)`, 'g'))) note(use[1]!);
+  }
+  return [...used].sort();
+}
+
+function onlyReadOnlyOpens(code: string): boolean {
+  const all = [...code.matchAll(/\bopen(?:Sync)?\(/g)].length;
+  const readOnly = [...code.matchAll(/\bopen(?:Sync)?\([^,()]+,\s*'r'\s*\)/g)].length;
+  return all === readOnly;
+}
+
+/**
+ * Who may change the file system, and why. Every byte under WORKSPACE_ROOT goes through the
+ * workspace write API (tools/workspace-files.ts), which follows no link; nothing else writes.
+ */
+const FS_WRITERS: Record<string, { may: readonly string[]; why: string }> = {
+  'tools/workspace-files.ts': { may: [...FS_WRITES], why: 'the workspace write API itself' },
+  'tools/exec.ts': { may: ['mkdtemp', 'rm'], why: "the sandbox check's scratch folder in the OS temp dir, never under WORKSPACE_ROOT" },
+};
+
 const LOWER_LAYERS = ['agent', 'tools'];
 const FORBIDDEN_DIRS = ['channels', 'queue', 'delivery', 'roles', 'cli'];
 const FORBIDDEN_PACKAGES = ['grammy', '@slack/bolt', '@slack/web-api', 'discord.js', 'bullmq', 'ioredis'];
@@ -85,6 +134,22 @@ describe('the import parser and the cycle finder themselves', () => {
       "const s = 'not an import from \"somewhere\"';",
     ].join('\n');
     expect(specifiers(sample).sort()).toEqual(['../b/b.js', './a.js', './f.js', './side-effect.js', '@slack/bolt', 'bullmq', 'discord.js/typings', 'grammy', 'node:fs'].sort());
+  });
+
+  it('finds every way a file can write with fs', () => {
+    const cases: [string, string[]][] = [
+      ["import { writeFile, readFile } from 'node:fs/promises';", ['writeFile']],
+      ["import { mkdirSync as m } from 'fs';", ['mkdir']],
+      ["import * as fs from 'node:fs';\nfs.writeFileSync(p, x); fs.readFileSync(p);", ['writeFile']],
+      ["import fs from 'fs';\nawait fs.promises.rename(a, b);", ['rename']],
+      ["const fs = require('node:fs');\nfs.symlinkSync(a, b);", ['symlink']],
+      ["const { link } = await import('node:fs/promises');", ['link']],
+      ["import { open } from 'node:fs/promises';\nconst h = await open(p, 'r');", []],
+      ["import { open } from 'node:fs/promises';\nconst h = await open(p, 'wx');", ['open']],
+      ["import type { Stats } from 'node:fs';\nimport { stat } from 'node:fs';", []],
+      ["import { writeFile } from './not-fs.js';", []],
+    ];
+    for (const [source, expected] of cases) expect([source, fsWrites(source)]).toEqual([source, expected]);
   });
 
   it('finds a cycle and only real cycles', () => {
@@ -120,6 +185,19 @@ describe('architecture', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('only the workspace write API changes the file system (every write under WORKSPACE_ROOT follows no link)', () => {
+    const violations: string[] = [];
+    for (const file of FILES) {
+      const allowed = FS_WRITERS[rel(file)]?.may ?? [];
+      for (const name of fsWrites(readFileSync(file, 'utf8'))) {
+        if (!allowed.includes(name)) violations.push(`${rel(file)} uses fs ${name}: write through Workspace.writeFile / makeFolder / removeFile`);
+      }
+    }
+    expect(violations).toEqual([]);
+    // The rule sees the writer it allows (it is not silently finding nothing).
+    expect(fsWrites(readFileSync(join(SRC, 'tools/workspace-files.ts'), 'utf8'))).toEqual(expect.arrayContaining(['link', 'mkdir', 'open', 'rename', 'unlink']));
   });
 
   it('has no circular imports in src', () => {

@@ -1,7 +1,5 @@
-import { mkdir, writeFile, access } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import type { Attachment, InboundMessage, OutboundAdapter } from '../channels/types.js';
-import type { Workspace } from '../tools/workspace.js';
+import { FileExistsError, type Workspace } from '../tools/workspace.js';
 import type { Logger } from '../log.js';
 
 /** Where an attachment went: a workspace path, or why it is not there. */
@@ -15,16 +13,17 @@ function safeFileName(name: string): string {
   return cleaned.slice(0, 120) || 'attachment';
 }
 
-async function freePath(ws: Workspace, name: string): Promise<{ rel: string; abs: string }> {
+/** Saves `bytes` under the first free uploads/<name>, uploads/<stem>-1<ext>, …; never over an existing file. */
+async function saveUnderFreeName(ws: Workspace, name: string, bytes: Uint8Array): Promise<string> {
   const dot = name.lastIndexOf('.');
   const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
   for (let i = 0; ; i++) {
     const rel = `${UPLOADS}/${i === 0 ? name : `${stem}-${i}${ext}`}`;
-    const abs = await ws.resolve(rel);
     try {
-      await access(abs);
-    } catch {
-      return { rel, abs };
+      await ws.writeFile(rel, bytes, 'create');
+      return rel;
+    } catch (err) {
+      if (!(err instanceof FileExistsError)) throw err;
     }
   }
 }
@@ -53,10 +52,7 @@ export async function saveAttachments(
     }
     try {
       const bytes = await out.download(attachment, maxBytes, signal);
-      const { rel, abs } = await freePath(ws, safeFileName(attachment.name));
-      await mkdir(dirname(abs), { recursive: true });
-      await writeFile(abs, bytes);
-      saved.set(attachment, { path: rel });
+      saved.set(attachment, { path: await saveUnderFreeName(ws, safeFileName(attachment.name), bytes) });
     } catch (err) {
       log.warn({ err, attachment: attachment.name }, 'attachment not saved');
       saved.set(attachment, { error: err instanceof Error ? err.message : String(err) });

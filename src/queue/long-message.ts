@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import type { InboundMessage } from '../channels/types.js';
 import type { Logger } from '../log.js';
+import { ToolError } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
 
 /** Where a long message's full text went: its workspace path, or why it is not there. */
@@ -45,26 +44,18 @@ export async function fitMessages(ws: Workspace, messages: readonly InboundMessa
 }
 
 /**
- * Written once: to a scratch name, then linked into place, which fails when the file is already
- * there. So a crash mid-write never leaves a cut file under the real name, and a resumed turn
- * keeps the file an earlier run saved (and whatever the model did to it since).
+ * Written once (the workspace's `once` mode: a temp file linked into place, which keeps a file
+ * already there), so a crash mid-write never leaves a cut file under the real name, and a
+ * resumed turn keeps the file an earlier run saved (and whatever the model did to it since).
  */
 async function saveText(ws: Workspace, rel: string, text: string): Promise<SavedText> {
   try {
-    const abs = await ws.resolve(rel);
-    const scratch = join(dirname(abs), `.${basename(abs)}.partial`);
-    await mkdir(dirname(abs), { recursive: true });
-    await writeFile(scratch, text);
-    try {
-      await link(scratch, abs);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    } finally {
-      await unlink(scratch).catch(() => undefined);
-    }
+    await ws.writeFile(rel, text, 'once');
     return { path: rel };
   } catch (err) {
-    // The code, not the message: the message names host paths the model has no business seeing.
+    // A refusal says what is wrong in workspace terms; for anything else the code, not the message:
+    // the message names host paths the model has no business seeing.
+    if (err instanceof ToolError) return { error: err.message };
     return { error: (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err)) };
   }
 }

@@ -1,4 +1,3 @@
-import { writeFileAtomic } from './atomic-write.js';
 import { z } from 'zod';
 import { fsError, readTextFile } from './fs-errors.js';
 import { formatBytes, splitLines } from './text.js';
@@ -43,7 +42,7 @@ export function createEditFileTool(ws: Workspace, limits: Partial<typeof EDIT_LI
       const bytes = Buffer.byteLength(updated);
       if (bytes > maxFileBytes) throw new ToolError(`the edit would make ${display} ${formatBytes(bytes)}, over the limit`);
       signal.throwIfAborted();
-      await writeFileAtomic(abs, updated, signal).catch((err: unknown) => {
+      await ws.writeFile(path, updated, 'replace', signal).catch((err: unknown) => {
         throw fsError(err, display);
       });
       const line = countLines(text.slice(0, at));

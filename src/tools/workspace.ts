@@ -1,11 +1,16 @@
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './types.js';
+import { ensureFolder, makeFolderInside, removeInside, writeInside, type WriteMode, type WriteResult } from './workspace-files.js';
+
+export { FileExistsError, type WriteMode, type WriteResult } from './workspace-files.js';
 
 /**
  * The one place where a model-supplied path becomes a file-system path. Every tool resolves
- * through here, so refusal (absolute, `..`, NUL, symlinks leading out) happens once.
+ * through here, so refusal (absolute, `..`, NUL, symlinks leading out) happens once. Reads may
+ * follow a link that stays inside; every write goes through `writeFile` / `makeFolder` /
+ * `removeFile`, which follow no link at all (workspace-files.ts).
  */
 export class Workspace {
   /** Absolute root as configured (it may itself sit behind a symlink, e.g. /tmp on macOS). */
@@ -24,7 +29,7 @@ export class Workspace {
 
   /** Creates the root if needed and returns its real path. */
   async realRoot(): Promise<string> {
-    await mkdir(this.root, { recursive: true });
+    await ensureFolder(this.root);
     this.#realRoot = await realpath(this.root);
     return this.#realRoot;
   }
@@ -66,6 +71,21 @@ export class Workspace {
     return current;
   }
 
+  /** Writes a file at `input` (relative to the root), creating its folders; see WriteMode. */
+  async writeFile(input: string, content: string | Uint8Array, mode: WriteMode, signal?: AbortSignal): Promise<WriteResult> {
+    return writeInside(await this.realRoot(), componentsOf(input), input, content, mode, signal);
+  }
+
+  /** Creates the folder `input` and those above it; returns its absolute path. */
+  async makeFolder(input: string): Promise<string> {
+    return makeFolderInside(await this.realRoot(), componentsOf(input), input);
+  }
+
+  /** Removes the file `input` (a link itself, never its target). False when it was not there. */
+  async removeFile(input: string): Promise<boolean> {
+    return removeInside(await this.realRoot(), componentsOf(input), input);
+  }
+
   /** `abs` relative to the root, with '/' separators, for display ("." for the root). */
   relative(abs: string): string {
     for (const base of [this.#realRoot, this.root]) {
@@ -94,6 +114,11 @@ export function workspaceFolderName(scope: string): string {
     name = `${name.slice(0, 150)}~${createHash('sha256').update(scope).digest('hex').slice(0, 40)}`;
   }
   return name;
+}
+
+function componentsOf(input: string): string[] {
+  const rel = normaliseRelative(input);
+  return rel === '.' ? [] : rel.split('/');
 }
 
 /** Lexical checks; returns a normalised relative path with '/' separators, or '.'. */

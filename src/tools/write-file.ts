@@ -1,11 +1,8 @@
-import { mkdir, stat } from 'node:fs/promises';
-import { writeFileAtomic } from './atomic-write.js';
-import path from 'node:path';
 import { z } from 'zod';
 import { fsError } from './fs-errors.js';
 import { formatBytes } from './text.js';
 import { ToolError, type Tool } from './types.js';
-import { errnoCode, type Workspace } from './workspace.js';
+import type { Workspace } from './workspace.js';
 
 export const WRITE_LIMITS = {
   maxBytes: 1024 * 1024,
@@ -27,25 +24,12 @@ export function createWriteFileTool(ws: Workspace, limits: Partial<typeof WRITE_
       if (bytes > maxBytes) {
         throw new ToolError(`content is ${formatBytes(bytes)}; write_file accepts at most ${formatBytes(maxBytes)}`);
       }
-      const abs = await ws.resolve(input);
-      const display = ws.relative(abs);
-      const existed = await stat(abs).then(
-        (info) => {
-          if (info.isDirectory()) throw new ToolError(`${display} is a directory`);
-          return true;
-        },
-        (err: unknown) => {
-          if (errnoCode(err) === 'ENOENT') return false;
-          throw fsError(err, display);
-        },
-      );
+      // Resolved first for its refusals (outside, through a link leading out) and the display name.
+      const display = ws.relative(await ws.resolve(input));
       signal.throwIfAborted();
-      try {
-        await mkdir(path.dirname(abs), { recursive: true });
-        await writeFileAtomic(abs, content, signal);
-      } catch (err) {
+      const { existed } = await ws.writeFile(input, content, 'replace', signal).catch((err: unknown) => {
         throw fsError(err, display);
-      }
+      });
       return `${existed ? 'Overwrote' : 'Created'} ${display} (${bytes} bytes written)`;
     },
   };

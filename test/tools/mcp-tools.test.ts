@@ -143,7 +143,7 @@ describe('an MCP tool', () => {
     await fs.symlink(sb.outside, path.join(sb.root, 'mcp'));
     const answer: McpCallResult = { content: [{ type: 'image', data: DOT_PNG, mimeType: 'image/png' }] };
     const result = await callTool([createMcpTool('tracker__chart', source(answer).src, listed('chart'), sb.ws)], 'tracker__chart', {});
-    expect(result).toMatchObject({ ok: false, content: 'Error: mcp/tracker is outside the workspace (through a symlink)' });
+    expect(result).toMatchObject({ ok: false, content: 'Error: mcp/tracker goes through a symlink (mcp); files are never written through links' });
     expect(await sb.outsideSnapshot()).toEqual(before);
   });
 

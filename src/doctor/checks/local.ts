@@ -1,22 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { stat } from 'node:fs/promises';
 import type { Config } from '../../config/config.js';
 import { ConfigError } from '../../config/errors.js';
 import { createLogger } from '../../log.js';
 import { checkExecRuntime } from '../../tools/exec.js';
 import { loadMcpConfig, McpRegistry } from '../../tools/mcp/index.js';
+import { Workspace } from '../../tools/workspace.js';
 import { fail, ok, skip, type CheckResult } from '../types.js';
 
 /** WORKSPACE_ROOT exists (or can be made) and takes a file. */
 export async function checkWorkspace(root: string): Promise<CheckResult> {
   const name = 'workspace';
   const existed = await stat(root).then((s) => s.isDirectory(), () => false);
-  const probe = path.join(root, `.switchboard-doctor-${randomUUID()}`);
+  const probe = `.switchboard-doctor-${randomUUID()}`;
   try {
-    await mkdir(root, { recursive: true });
-    await writeFile(probe, 'doctor\n', { flag: 'wx' });
-    await rm(probe, { force: true });
+    // Through the workspace write API, as every write under WORKSPACE_ROOT goes.
+    const ws = new Workspace(root);
+    await ws.writeFile(probe, 'doctor\n', 'create');
+    await ws.removeFile(probe);
     return ok(name, `${root} is writable${existed ? '' : ' (created)'}`);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;

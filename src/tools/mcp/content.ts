@@ -1,8 +1,8 @@
-import { mkdir, open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { clip, formatBytes } from '../text.js';
 import { ToolError } from '../types.js';
-import type { Workspace } from '../workspace.js';
+import { FileExistsError, type Workspace } from '../workspace.js';
 import { sanitiseNamePart } from './names.js';
 
 /** The parts of an MCP tools/call result we read (the SDK's CallToolResult, loosely). */
@@ -74,22 +74,14 @@ function isText(part: McpContent): part is { type: 'text'; text: string } {
 async function save(target: SaveTarget, bytes: Buffer, ext: string): Promise<{ path: string; bytes: number }> {
   const folder = `mcp/${sanitiseNamePart(target.server).slice(0, 64)}`;
   const base = sanitiseNamePart(target.tool).slice(0, 64);
-  const dir = await target.ws.resolve(folder);
-  await mkdir(dir, { recursive: true });
-  let n = nextNumber(await readdir(dir), base);
+  let n = nextNumber(await readdir(await target.ws.makeFolder(folder)), base);
   for (;;) {
     const rel = `${folder}/${base}-${n}.${ext}`;
-    const abs = await target.ws.resolve(rel);
     try {
-      const handle = await open(abs, 'wx');
-      try {
-        await handle.writeFile(bytes);
-      } finally {
-        await handle.close();
-      }
+      await target.ws.writeFile(rel, bytes, 'create');
       return { path: rel, bytes: bytes.length };
     } catch (err) {
-      if ((err as { code?: string }).code !== 'EEXIST') throw err;
+      if (!(err instanceof FileExistsError)) throw err;
       n++;
     }
   }

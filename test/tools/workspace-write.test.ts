@@ -2,13 +2,15 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile, chmod } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { writeFileAtomic } from '../../src/tools/atomic-write.js';
+import { Workspace } from '../../src/tools/workspace.js';
 import { REPO, spawnNode } from '../helpers/processes.js';
 
-describe('writeFileAtomic: a file is the old content or the new one, never a part', () => {
+describe('Workspace.writeFile (replace): a file is the old content or the new one, never a part', () => {
   let dir: string;
+  let ws: Workspace;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sb-atomic-'));
+    ws = new Workspace(dir);
   });
   afterEach(async () => rm(dir, { recursive: true, force: true }));
 
@@ -17,7 +19,7 @@ describe('writeFileAtomic: a file is the old content or the new one, never a par
     await writeFile(file, 'old\n');
     const abort = new AbortController();
     abort.abort();
-    await expect(writeFileAtomic(file, 'x'.repeat(5_000_000), abort.signal)).rejects.toThrow();
+    await expect(ws.writeFile('journal.txt', 'x'.repeat(5_000_000), 'replace', abort.signal)).rejects.toThrow();
     expect(await readFile(file, 'utf8')).toBe('old\n');
     expect(await readdir(dir)).toEqual(['journal.txt']);
   });
@@ -26,7 +28,7 @@ describe('writeFileAtomic: a file is the old content or the new one, never a par
     const file = join(dir, 'run.sh');
     await writeFile(file, 'echo 1\n');
     await chmod(file, 0o750);
-    await writeFileAtomic(file, 'echo 2\n');
+    await ws.writeFile('run.sh', 'echo 2\n', 'replace');
     expect([(await stat(file)).mode & 0o777, await readFile(file, 'utf8')]).toEqual([0o750, 'echo 2\n']);
   });
 
@@ -36,11 +38,12 @@ describe('writeFileAtomic: a file is the old content or the new one, never a par
     const writer = join(dir, 'writer.ts');
     await writeFile(
       writer,
-      `import { writeFileAtomic } from ${JSON.stringify(join(REPO, 'src/tools/atomic-write.ts'))};
-for (let i = 0; ; i++) await writeFileAtomic(process.argv[2]!, (i % 2 ? 'A' : 'B').repeat(4_000_000));\n`,
+      `import { Workspace } from ${JSON.stringify(join(REPO, 'src/tools/workspace.ts'))};
+const ws = new Workspace(process.argv[2]!);
+for (let i = 0; ; i++) await ws.writeFile('big.txt', (i % 2 ? 'A' : 'B').repeat(4_000_000), 'replace');\n`,
     );
     for (let round = 0; round < 3; round++) {
-      const child = spawnNode(writer, [file], {});
+      const child = spawnNode(writer, [dir], {});
       await new Promise((r) => setTimeout(r, 600 + round * 170));
       child.kill('SIGKILL');
       await child.exited;
