@@ -1,10 +1,11 @@
 import type { AccessConfig } from '../config/config.js';
-import type { InboundMessage, RefusalReason } from '../channels/types.js';
+import type { ApprovalClicker, InboundMessage, RefusalReason } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { platformName, policyVerdict } from './policy.js';
 import type { PairingStore, RequestResult } from './pairing-store.js';
 import type { UserRateLimit } from './rate-limit.js';
+import type { RefusalNotices } from './refusal-notice.js';
 
 /** `reply`: what the person is told (absent: nothing, e.g. DMs disabled or a repeated rate-limit refusal). */
 export type GateVerdict = { pass: true } | { pass: false; reason: RefusalReason; reply?: string };
@@ -12,20 +13,36 @@ export type GateVerdict = { pass: true } | { pass: false; reason: RefusalReason;
 /** The terminal chat is local: whoever runs it owns the machine. */
 const LOCAL_PLATFORMS = new Set(['terminal']);
 
+export interface GateOptions {
+  /** The per-user rate limit (gateways; a worker re-checking a schedule firing has none). */
+  rate?: UserRateLimit;
+  /** Once-an-hour notices to people refused in a group; without it they are refused quietly. */
+  notices?: RefusalNotices;
+  /** APPROVERS (`platform:userId`): named by the operator, so their clicks need no pairing. */
+  approvers?: readonly string[];
+  metrics?: Metrics;
+}
+
 /**
- * Who may talk to the bot and how often, checked for every message of a platform channel before
- * anything else happens to it: rate limit first (it bounds what even an unknown sender can make
- * the bot answer), then the DM or group policy, then pairing. A refused message is not queued and
- * never reaches the model; the log names the user, platform and reason, never the text.
+ * Who may reach the bot, decided here for every inbound kind: a message (DM, group mention, slash
+ * command — the intake), a button click (the approval port, `checkClick`) and a schedule firing
+ * (`stillAllows`). For messages the rate limit comes first (it bounds what even an unknown sender
+ * can make the bot answer), then the DM or group policy, then pairing. A refused message is not
+ * queued and never reaches the model; the log names the user, platform and reason, never the text.
  */
 export class AccessGate {
+  private readonly rate: UserRateLimit | undefined;
+  private readonly metrics: Metrics | undefined;
+
   constructor(
     private readonly access: AccessConfig,
     private readonly pairing: PairingStore,
-    private readonly rate: UserRateLimit | undefined,
     private readonly log: Logger,
-    private readonly metrics?: Metrics,
-  ) {}
+    private readonly options: GateOptions = {},
+  ) {
+    this.rate = options.rate;
+    this.metrics = options.metrics;
+  }
 
   /** `command`: the chat command the message is, if any (/stop is never rate-limited: it is how a person calms a run down). */
   async check(message: InboundMessage, command?: string): Promise<GateVerdict> {
@@ -42,11 +59,27 @@ export class AccessGate {
    * Whether the sender may still be answered here, for a turn they asked for earlier (a
    * schedule firing): the access policy only — no rate limit, no new pairing code.
    */
-  async stillAllows(message: InboundMessage): Promise<boolean> {
+  async stillAllows(message: Pick<InboundMessage, 'platform' | 'sender' | 'where'>): Promise<boolean> {
     if (LOCAL_PLATFORMS.has(message.platform)) return true;
     const policy = policyVerdict(message, this.access);
     if (policy.allow) return true;
     return policy.reason === 'pairing' && (await this.pairing.isApproved(message.platform, message.sender.id));
+  }
+
+  /**
+   * A click on a card's button: the clicker must be someone the bot would answer (as in a group:
+   * listed, paired, a member of a vouched place), or a named approver. Who may decide which call
+   * is the approval desk's rule, after this.
+   */
+  async checkClick(clicker: ApprovalClicker): Promise<boolean> {
+    if (LOCAL_PLATFORMS.has(clicker.platform)) return true;
+    if (this.options.approvers?.includes(`${clicker.platform}:${clicker.userId}`)) return true;
+    const allowed = await this.stillAllows({ platform: clicker.platform, sender: { id: clicker.userId, ...(clicker.foreign && { foreign: true }) }, where: { kind: 'group', ids: [clicker.chat] } });
+    if (!allowed) {
+      this.log.info({ platform: clicker.platform, userId: clicker.userId, chat: clicker.chat, reason: 'click_not_allowed' }, 'button click refused');
+      this.metrics?.refusals.inc({ platform: clicker.platform, reason: 'not_allowed' });
+    }
+    return allowed;
   }
 
   private async decide(message: InboundMessage, command: string | undefined): Promise<GateVerdict> {
@@ -62,20 +95,34 @@ export class AccessGate {
       case 'dm_disabled':
         return { pass: false, reason: 'dm_disabled' };
       case 'not_allowed':
-        // In a group the bot stays quiet, as it does for anything not addressed to it.
-        return message.where?.kind === 'group'
-          ? { pass: false, reason: 'not_allowed' }
-          : { pass: false, reason: 'not_allowed', reply: `Sorry, this assistant is private. Your ${platformName(message.platform)} user id is ${message.sender.id}: ask its operator for access.` };
+        if (message.where?.kind === 'group') return this.groupRefusal(message, 'not_allowed');
+        return { pass: false, reason: 'not_allowed', reply: `Sorry, this assistant is private. Your ${platformName(message.platform)} user id is ${message.sender.id}: ask its operator for access.` };
       case 'channel_not_allowed':
         return { pass: false, reason: 'channel_not_allowed', reply: 'Sorry, I am not enabled in this conversation.' };
       case 'pairing': {
         if (await this.pairing.isApproved(message.platform, message.sender.id)) return { pass: true };
+        // Never a code in a group: everyone there would read it.
+        if (message.where?.kind === 'group') return this.groupRefusal(message, 'pairing');
         const request = await this.pairing.request(message);
         if (request.kind === 'approved') return { pass: true };
         return { pass: false, reason: 'pairing', reply: pairingReply(request) };
       }
     }
   }
+
+  /** A group mention by someone without access: refused, with a short notice at most once an hour per person. */
+  private async groupRefusal(message: InboundMessage, reason: 'pairing' | 'not_allowed'): Promise<GateVerdict> {
+    const notices = this.options.notices;
+    const tell = notices !== undefined && (await notices.first(message.platform, message.sender.id));
+    return { pass: false, reason, ...(tell && { reply: groupNotice(reason) }) };
+  }
+}
+
+/** What a person refused in a group is told (once an hour at most): where to ask, never a code. */
+function groupNotice(reason: 'pairing' | 'not_allowed'): string {
+  return reason === 'pairing'
+    ? 'Sorry, I only answer people who have access. Send me a direct message to ask for it.'
+    : 'Sorry, I only answer people who have access here: ask this assistant\'s operator.';
 }
 
 function pairingReply(result: Exclude<RequestResult, { kind: 'approved' }>): string {

@@ -9,4 +9,5 @@ export function warnOpenDoors(config: Config, log: Logger): void {
     if (policy === 'open') log.warn({ platform }, `${platform.toUpperCase()}_DM_POLICY (or DM_POLICY) is open: anyone who can message this bot can use it`);
     else log.info({ platform, dmPolicy: policy, groupPolicy: config.access.group }, 'access policy');
   }
+  if (config.access.group === 'open') log.warn('GROUP_POLICY is open: anyone in any group or server that adds this bot can use it, pairing or not');
 }

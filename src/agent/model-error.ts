@@ -104,3 +104,14 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);
 }
+
+/**
+ * A response whose tool calls repeat an id is malformed: results are matched to calls by id, and
+ * a decision on one call (an approval) must never be taken for another. Retried like a server error.
+ */
+export function refuseDuplicateCallIds(response: ModelResponse): ModelResponse {
+  const ids = (response.message.tool_calls ?? []).map((c) => c.id);
+  const repeated = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (repeated === undefined) return response;
+  return { ...errorResponse({ message: `malformed model response: tool call id "${repeated.slice(0, 80)}" appears more than once`, retryable: true }), usage: response.usage };
+}

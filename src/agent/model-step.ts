@@ -1,6 +1,6 @@
 import type OpenAI from 'openai';
 import type { ModelClient, ModelRequest, ModelResponse } from './types.js';
-import { abortedResponse, errorResponse } from './model-error.js';
+import { abortedResponse, errorResponse, refuseDuplicateCallIds } from './model-error.js';
 import { addUsage, emit, type RunState } from './state.js';
 import { sleep } from '../lib/sleep.js';
 
@@ -19,7 +19,7 @@ export async function callModel(
   for (let attempt = 0; ; attempt++) {
     const step = state.steps;
     const onText = (text: string) => emit(state, { type: 'answer_text', step, text });
-    const response = await safeComplete(model, { messages: [...state.messages], tools, signal, onText });
+    const response = refuseDuplicateCallIds(await safeComplete(model, { messages: [...state.messages], tools, signal, onText }));
     state.modelCalls++;
     addUsage(state, response.usage);
     // Counted here, where only fresh calls pass: a response replayed from the journal never reaches callModel.

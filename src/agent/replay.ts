@@ -1,10 +1,15 @@
+import { bindingOf, callKey, sameCall } from './approval-binding.js';
 import type { ApprovalDecision, StepRecord } from './types.js';
 
 type ModelRecord = Extract<StepRecord, { t: 'model' }>;
 type ToolEnd = Extract<StepRecord, { t: 'tool_end' }>;
 type Approval = Extract<StepRecord, { t: 'approval' }>;
 
-/** What an earlier run of this turn recorded, looked up the way the loop asks for it. */
+/**
+ * What an earlier run of this turn recorded, looked up the way the loop asks for it. A call is
+ * known by its step and id together (ids repeat across steps); a decision only for the same tool
+ * and the exact same arguments it was made for.
+ */
 export class Replay {
   private readonly models = new Map<number, ModelRecord>();
   private readonly ended = new Map<string, ToolEnd>();
@@ -14,15 +19,16 @@ export class Replay {
   constructor(records: readonly StepRecord[] = []) {
     for (const r of records) {
       if (r.t === 'model') this.models.set(r.step, r);
-      else if (r.t === 'tool_start') this.started.add(r.callId);
-      else if (r.t === 'approval') this.approvals.set(r.callId, r);
-      else this.ended.set(r.callId, r);
+      else if (r.t === 'tool_start') this.started.add(callKey(r.step, r.callId));
+      else if (r.t === 'approval') this.approvals.set(callKey(r.step, r.callId), r);
+      else this.ended.set(callKey(r.step, r.callId), r);
     }
   }
 
-  /** The decision on a call that needed approval. */
-  approval(callId: string): Approval | undefined {
-    return this.approvals.get(callId);
+  /** The decision on this very call (step, id, tool, arguments), if one was made. */
+  approval(call: { step: number; callId: string; name: string; args: string }): Approval | undefined {
+    const found = this.approvals.get(callKey(call.step, call.callId));
+    return found && sameCall(bindingOf(call), found) ? found : undefined;
   }
 
   /** The recorded response of model step `step`. */
@@ -30,14 +36,14 @@ export class Replay {
     return this.models.get(step);
   }
 
-  /** The recorded result of a tool call. */
-  result(callId: string): ToolEnd | undefined {
-    return this.ended.get(callId);
+  /** The recorded result of a step's tool call. */
+  result(step: number, callId: string): ToolEnd | undefined {
+    return this.ended.get(callKey(step, callId));
   }
 
   /** The call was started by an earlier run (its result may or may not have been recorded). */
-  wasStarted(callId: string): boolean {
-    return this.started.has(callId);
+  wasStarted(step: number, callId: string): boolean {
+    return this.started.has(callKey(step, callId));
   }
 }
 

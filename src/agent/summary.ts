@@ -1,3 +1,4 @@
+import { asData } from './untrusted.js';
 import { estimateTextTokens, estimateTokens } from './budget.js';
 import { textOf } from './resolve.js';
 import type { ChatMessage, ModelClient, TokenUsage } from './types.js';
@@ -75,13 +76,16 @@ export async function summariseTurns(model: ModelClient, previous: string | unde
   return { ok: true, text: text.length > SUMMARY_MAX_CHARS ? `${text.slice(0, SUMMARY_MAX_CHARS)}…` : text, usage: response.usage };
 }
 
-/** What the prompt carries of the summary: a section after the system prompt. */
-export function summarySection(summary: HistorySummary): string {
-  return `## Earlier in this conversation\nYour summary of the ${summary.covers} earliest turns, which are no longer shown:\n${summary.text}`;
+/**
+ * What the prompt carries of the summary: a user-side message before the recent turns, marked as
+ * data. It was written from the person's words and tool results, so it never goes in the system message.
+ */
+export function summaryMessage(summary: HistorySummary): ChatMessage {
+  return { role: 'user', content: asData('a summary of earlier turns', `Earlier in this conversation: your summary of the ${summary.covers} earliest turns, which are no longer shown:\n${summary.text}`) };
 }
 
 export function summaryTokens(summary: HistorySummary | undefined): number {
-  return summary ? estimateTextTokens(summarySection(summary)) : 0;
+  return summary ? estimateTextTokens(String(summaryMessage(summary).content)) : 0;
 }
 
 function renderMessage(m: ChatMessage): string {

@@ -37,7 +37,7 @@ export async function runTools(state: RunState, message: AssistantMessage, narra
     }
     const { name, arguments: args } = call.function;
     const callId = call.id;
-    const recorded = state.replay.result(callId);
+    const recorded = state.replay.result(step, callId);
     if (recorded) {
       narrate();
       emit(state, { type: 'tool_start', step, callId, name, args, replayed: true });
@@ -49,10 +49,10 @@ export async function runTools(state: RunState, message: AssistantMessage, narra
     if (suspend?.aborted) throw new RunSuspended('shutdown', 'the worker is stopping');
 
     const tool = tools.find((t) => t.name === name);
-    const startedBefore = state.replay.wasStarted(callId);
+    const startedBefore = state.replay.wasStarted(step, callId);
     const rerunnable = !tool || tool.readOnly === true;
     const gated = !startedBefore && state.input.needsApproval?.(name) === true;
-    const approval = gated ? state.replay.approval(callId) : undefined;
+    const approval = gated ? state.replay.approval({ step, callId, name, args }) : undefined;
     const unattended = gated && !approval ? state.input.unattended : undefined;
     if (gated && !approval && unattended === undefined) {
       narrate();

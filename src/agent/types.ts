@@ -1,3 +1,4 @@
+import type { ApprovalBinding } from './approval-binding.js';
 import type OpenAI from 'openai';
 import type { Tool } from '../tools/types.js';
 
@@ -89,7 +90,7 @@ export type StepRecord =
   | { t: 'tool_start'; step: number; callId: string; name: string; args: string; /** the tool only reads */ readOnly?: true }
   | { t: 'tool_end'; step: number; callId: string; name: string; ok: boolean; content: string; summary: string; ms: number }
   /** A person's decision on a call that needed approval (expired: nobody decided in time, which counts as a deny). */
-  | { t: 'approval'; callId: string; decision: ApprovalDecision; by?: string; at: number };
+  | ({ t: 'approval'; decision: ApprovalDecision; by?: string; at: number } & ApprovalBinding);
 
 export type ApprovalDecision = 'approved' | 'denied' | 'expired';
 

@@ -22,7 +22,7 @@ export function parseCommand(text: string, botName?: string): ParsedCommand | nu
   const [, raw, addressee, args = ''] = match;
   if (addressee && botName && addressee.toLowerCase() !== botName.toLowerCase()) return null;
   const name = raw!.toLowerCase();
-  return name in COMMANDS ? { name: name as CommandName, args: args.trim() } : { unknown: name };
+  return Object.hasOwn(COMMANDS, name) ? { name: name as CommandName, args: args.trim() } : { unknown: name };
 }
 
 export function helpText(): string {

@@ -33,7 +33,8 @@ export interface InboundMessage {
   /** Thread or topic id when it is a session of its own. */
   thread?: string;
   /** `handle`: a username an allowlist may name (Telegram's @username, lowercase, without @). */
-  sender: { id: string; name?: string; handle?: string };
+  /** `foreign`: from another organisation than the one the bot is installed in (a Slack Connect channel); a place never vouches for them. */
+  sender: { id: string; name?: string; handle?: string; foreign?: true };
   /**
    * Where it was said, for access control (access/policy.ts): a DM with the bot, or a group with
    * the ids an ALLOWED_CHANNELS entry may name (the channel, a thread's parent channel, the guild).
@@ -232,12 +233,26 @@ export type ChannelDecideResult<R extends ApprovalRecordView = ApprovalRecordVie
   | { kind: 'already'; record: R }
   /** The clicker may not decide for this run; nothing changed. */
   | { kind: 'not_allowed'; record: R }
+  /** The access gate refused the clicker (not listed, not paired, not of the workspace); nothing changed. */
+  | { kind: 'no_access' }
   | { kind: 'unknown' };
 
-/** What a channel uses of the approval desk (queue/approvals.ts `ApprovalDesk`). */
+/** Who clicked a card's button, and where: a click counts only in the chat the card is in. */
+export interface ApprovalClicker {
+  platform: string;
+  userId: string;
+  /** What the card shows as the decider. */
+  name?: string;
+  /** The conversation the click came from (InboundMessage.conversation's form: chat, channel or thread id). */
+  chat: string;
+  /** The clicker is from another organisation than the installation (Slack Connect). */
+  foreign?: true;
+}
+
+/** What a channel uses of the approval desk (queue/approvals.ts `ApprovalDesk`, behind the access gate in the gateway). */
 export interface ChannelApprovals {
-  /** A click. The clicker's id decides whether they may; the name is what the card shows. */
-  decide(id: string, decision: 'approved' | 'denied', clicker: { platform: string; userId: string; name?: string }): Promise<ChannelDecideResult>;
+  /** A click: access first (the gate), then whether this person may decide this call (APPROVAL_BY). */
+  decide(id: string, decision: 'approved' | 'denied', clicker: ApprovalClicker): Promise<ChannelDecideResult>;
 }
 
 /** What a channel's gateway half may use. */

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { AgentLimits } from '../agent/types.js';
 import type { ExecOptions } from '../tools/sandbox.js';
+import type { ApprovalRule } from '../tools/policy.js';
 import type { Env } from './schema.js';
 import { ConfigError } from './errors.js';
 
@@ -38,7 +39,12 @@ export interface AccessConfig {
   allowedUsers: string[];
   /** The legacy TELEGRAM_ALLOWED_USERS: when set, also restricts who may address the bot in Telegram groups (as it always did). */
   telegramGroupSenders: boolean;
-  group: 'open' | 'allowlist';
+  /**
+   * `pairing`: in groups, only senders the DM policy lets in, or members of a vouched place
+   * (ALLOWED_CHANNELS, the installing Slack workspace); `allowlist`: the same, and only in
+   * ALLOWED_CHANNELS; `open`: anyone in any group.
+   */
+  group: 'pairing' | 'allowlist' | 'open';
   /** `slack:C…`, `telegram:-100…`, `discord:<guildId>` or `discord:<channelId>`. */
   allowedChannels: string[];
 }
@@ -81,8 +87,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Tool policy: `tool` or `platform:tool` entries. */
   tools: { deny: string[]; approve: string[] };
-  /** Who may approve for anyone (`platform:userId`), and how long a call waits for a decision. */
-  approvals: { approvers: string[]; timeoutMs: number };
+  /** Who may decide a call's approval (APPROVAL_BY over APPROVERS, tools/policy.ts mayDecide), and how long a call waits for a decision. */
+  approvals: ApprovalRule & { approvers: string[]; timeoutMs: number };
   /** The MCP servers file (`mcpServers` format), if any. */
   mcpConfigPath: string | undefined;
   access: AccessConfig;
@@ -145,7 +151,8 @@ export function deriveConfig(env: Env): Config {
     exec: { mode: env.TOOLS_EXEC, sandbox: env.EXEC_SANDBOX, network: env.EXEC_NETWORK, maxTimeoutS: env.EXEC_MAX_TIMEOUT_S },
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     tools: { deny: env.TOOLS_DENY, approve: env.TOOLS_APPROVE },
-    approvals: { approvers: env.APPROVERS, timeoutMs: env.APPROVAL_TIMEOUT_MS },
+    // With APPROVERS named, the requester does not approve their own call unless APPROVAL_BY=either says so.
+    approvals: { approvers: env.APPROVERS, by: env.APPROVAL_BY ?? (env.APPROVERS.length > 0 ? 'approvers' : 'requester'), timeoutMs: env.APPROVAL_TIMEOUT_MS },
     mcpConfigPath: env.MCP_CONFIG === undefined ? undefined : resolve(env.MCP_CONFIG),
     access: accessOf(env),
     limits: {

@@ -87,6 +87,7 @@ export const envSchema = z
     TOOLS_DENY: list(TOOL_ENTRY, 'tool names or platform:tool entries, e.g. write_file,telegram:run_command'),
     TOOLS_APPROVE: list(TOOL_ENTRY, 'tool names or platform:tool entries, e.g. run_command,slack:edit_file'),
     APPROVERS: list(APPROVER_ENTRY, 'platform:userId entries, e.g. slack:U0123ABC,telegram:42'),
+    APPROVAL_BY: z.enum(['requester', 'approvers', 'either'], { error: 'must be requester, approvers or either' }).optional(),
     APPROVAL_TIMEOUT_MS: int(1_000, 86_400_000, 600_000),
     MCP_CONFIG: optionalText('the path of a JSON file in the mcpServers format'),
 
@@ -97,7 +98,7 @@ export const envSchema = z
     SLACK_DM_POLICY: DM_POLICY.optional(),
     DISCORD_DM_POLICY: DM_POLICY.optional(),
     ALLOWED_USERS: list(USER_ENTRY, 'platform:userId entries, e.g. slack:U0123ABC,telegram:42,telegram:@ada,discord:80351110224678912'),
-    GROUP_POLICY: z.enum(['open', 'allowlist'], { error: 'must be open or allowlist' }).default('open'),
+    GROUP_POLICY: z.enum(['pairing', 'allowlist', 'open'], { error: 'must be pairing, allowlist or open' }).default('pairing'),
     ALLOWED_CHANNELS: list(CHANNEL_ENTRY, 'platform:id entries, e.g. slack:C0123ABC,telegram:-1001234567890,discord:<guildId or channelId>'),
     USER_RATE_LIMIT: int(0, 100_000, 20),
     USER_DAILY_TOKENS: z
@@ -153,6 +154,9 @@ export const envSchema = z
     pair('DISCORD_APPLICATION_ID', 'DISCORD_TOKEN', 'the bot logs in with it');
     if (env.SLACK_APP_TOKEN !== undefined && env.SLACK_BOT_TOKEN === undefined) {
       ctx.addIssue({ code: 'custom', path: ['SLACK_BOT_TOKEN'], message: 'is required when SLACK_APP_TOKEN is set' });
+    }
+    if (env.APPROVAL_BY === 'approvers' && env.APPROVERS.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['APPROVERS'], message: 'is required when APPROVAL_BY=approvers (nobody could approve a call)' });
     }
     if (env.LOCK_DURATION_MS <= env.STALLED_INTERVAL_MS / 2) {
       ctx.addIssue({ code: 'custom', path: ['LOCK_DURATION_MS'], message: 'must be more than half of STALLED_INTERVAL_MS' });

@@ -39,6 +39,8 @@ export function refusalText(result: Exclude<ChannelDecideResult, { kind: 'decide
   switch (result.kind) {
     case 'not_allowed':
       return 'Only the person who asked, or an approver, can decide this.';
+    case 'no_access':
+      return 'You do not have access to this assistant, so your click changes nothing.';
     case 'unknown':
       return 'This request is no longer waiting for a decision.';
     case 'already': {

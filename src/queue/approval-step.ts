@@ -1,4 +1,5 @@
 import { DelayedError } from 'bullmq';
+import { bindingOf, sameCall } from '../agent/approval-binding.js';
 import type { ApprovalRequest } from '../agent/types.js';
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import { cardOf } from './approvals.js';
@@ -17,11 +18,12 @@ type Open = Extract<JournalEntry, { t: 'approval_open' }>;
 export async function requestApproval(ctx: RunContext, journal: TurnJournal, out: OutboundAdapter, to: InboundMessage, request: ApprovalRequest): Promise<void> {
   const { deps, log } = ctx;
   await journal.writeBuffer();
+  const binding = bindingOf(request);
   const record = await deps.approvals.open({
-    session: ctx.session, jobId: ctx.jobId, callId: request.callId, tool: request.name, args: request.args, platform: to.platform,
+    session: ctx.session, jobId: ctx.jobId, ...binding, args: request.args, platform: to.platform, conversation: to.conversation,
     requester: to.sender.id, requesterName: to.sender.name ?? to.sender.id, expiresAt: Date.now() + deps.approvalTimeoutMs,
   });
-  const open: Open = { t: 'approval_open', callId: request.callId, id: record.id, expiresAt: record.expiresAt };
+  const open: Open = { t: 'approval_open', ...binding, id: record.id, expiresAt: record.expiresAt };
   await journal.write([open]);
   if (!out.approvalCard) {
     log.warn({ tool: request.name }, 'this platform cannot show approval buttons; the call is denied');
@@ -29,7 +31,7 @@ export async function requestApproval(ctx: RunContext, journal: TurnJournal, out
     return;
   }
   const messageId = await out.approvalCard(to, cardOf(record));
-  await journal.write([{ t: 'approval_card', callId: request.callId, messageId }]);
+  await journal.write([{ t: 'approval_card', step: request.step, callId: request.callId, messageId }]);
   await ctx.job.log(`approval ${record.id}: ${request.name} ${request.args} waits for ${record.requesterName ?? record.requester} or an approver`);
   log.info({ tool: request.name, approval: record.id, expiresAt: record.expiresAt }, 'run parked until approved, denied or expired');
   await park(ctx, open);
@@ -45,17 +47,19 @@ export async function resolveApprovals(ctx: RunContext, journal: TurnJournal, ou
   let cancelled = false;
   for (const open of journal.undecidedApprovals) {
     let record = await deps.approvals.get(open.id);
+    // A record of another call (or another run) decides nothing here: treated as gone.
+    if (record && (record.jobId !== ctx.jobId || !sameCall(open, record))) record = null;
     if (record?.status === 'pending' && Date.now() < open.expiresAt) return park(ctx, open);
-    if (!record || record.status === 'pending') record = await deps.approvals.expire(open.id);
+    if (record?.status === 'pending') record = await deps.approvals.expire(open.id);
     // A record gone from Redis (past its retention) counts as expired too.
     const status = record && record.status !== 'pending' ? record.status : 'expired';
     const by = record?.by ?? 'expiry';
     const at = record?.at ?? Date.now();
     if (status === 'cancelled') cancelled = true;
-    else await journal.write([{ t: 'approval', callId: open.callId, decision: status, by, at }]);
+    else await journal.write([{ t: 'approval', step: open.step, callId: open.callId, tool: open.tool, argsHash: open.argsHash, decision: status, by, at }]);
     deps.metrics?.approvals.inc({ outcome: status });
     await ctx.job.log(`approval ${open.id}: ${status} by ${by} at ${new Date(at).toISOString()}`);
-    const cardId = journal.approvalCardOf(open.callId);
+    const cardId = journal.approvalCardOf(open);
     if (cardId !== undefined && record && out.approvalDecided) {
       await out.approvalDecided(to, cardId, cardOf(record), { decision: status, by, at }).catch((err: unknown) => ctx.log.warn({ err }, 'could not show the decision on the approval card'));
     }

@@ -1,20 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ApprovalDecision } from '../agent/types.js';
-import type { ApprovalCard, ChannelApprovals, ChannelDecideResult } from '../channels/types.js';
-import { mayDecide } from '../tools/policy.js';
+import type { ApprovalCard, ApprovalClicker, ChannelApprovals, ChannelDecideResult } from '../channels/types.js';
+import type { ApprovalBinding } from '../agent/approval-binding.js';
+import { mayDecide, type ApprovalRule } from '../tools/policy.js';
 import type { SessionKeys } from './keys.js';
 import type { RunQueue } from './run-queue.js';
 
-/** A tool call waiting for a click, as the card, the gateway's click handler and the resumed run see it. */
-export interface ApprovalRecord {
+/**
+ * A tool call waiting for a click, as the card, the gateway's click handler and the resumed run
+ * see it: bound to its run (job), the call (step, id, tool, arguments hash) and the card's place.
+ */
+export interface ApprovalRecord extends ApprovalBinding {
   id: string;
   session: string;
   jobId: string;
-  callId: string;
-  tool: string;
   args: string;
+  /** Where the card is: a click counts only on this platform, in this chat. */
   platform: string;
+  conversation: string;
   /** Who sent the message that started the run: they may decide, as may the APPROVERS. */
   requester: string;
   requesterName?: string;
@@ -55,7 +59,7 @@ export class ApprovalDesk implements ChannelApprovals {
     redis: Redis,
     private readonly keys: SessionKeys,
     private readonly queue: RunQueue,
-    private readonly approvers: readonly string[] = [],
+    private readonly rule: ApprovalRule = { by: 'requester', approvers: [] },
   ) {
     this.redis = redis;
     if (typeof this.redis.sbDecide !== 'function') redis.defineCommand('sbDecide', { numberOfKeys: 1, lua: DECIDE });
@@ -82,12 +86,16 @@ export class ApprovalDesk implements ChannelApprovals {
     return record?.status === 'pending' ? record : null;
   }
 
-  /** A click. The clicker's id decides whether they may; the name is what the card shows. */
-  async decide(id: string, decision: 'approved' | 'denied', clicker: { platform: string; userId: string; name?: string }): Promise<DecideResult> {
+  /**
+   * A click. It counts only on the card's own platform and chat (a card id copied elsewhere
+   * decides nothing); the clicker's id decides whether they may (APPROVAL_BY); the name is what the card shows.
+   */
+  async decide(id: string, decision: 'approved' | 'denied', clicker: ApprovalClicker): Promise<DecideResult> {
     const record = await this.get(id);
     if (!record) return { kind: 'unknown' };
+    if (clicker.platform !== record.platform || clicker.chat !== record.conversation) return { kind: 'unknown' };
     if (record.status !== 'pending') return { kind: 'already', record };
-    if (!mayDecide(this.approvers, record.platform, clicker.userId, record.requester)) return { kind: 'not_allowed', record };
+    if (!mayDecide(this.rule, record.platform, clicker.userId, record.requester)) return { kind: 'not_allowed', record };
     return this.settle(record, decision, clicker.name ?? clicker.userId);
   }
 
@@ -142,10 +150,13 @@ function unflatten(raw: Record<string, string>): ApprovalRecord {
     id: raw.id!,
     session: raw.session!,
     jobId: raw.jobId!,
+    step: Number(raw.step),
     callId: raw.callId!,
     tool: raw.tool!,
+    argsHash: raw.argsHash!,
     args: raw.args!,
     platform: raw.platform!,
+    conversation: raw.conversation!,
     requester: raw.requester!,
     ...(raw.requesterName !== undefined && { requesterName: raw.requesterName }),
     expiresAt: Number(raw.expiresAt),

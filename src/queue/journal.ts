@@ -1,3 +1,4 @@
+import { callKey, type ApprovalBinding } from '../agent/approval-binding.js';
 import type { StepJournal, StepRecord } from '../agent/types.js';
 import type { PieceLedger, PieceState } from '../delivery/pieces.js';
 import type { SavedAttachment } from './attachments.js';
@@ -19,8 +20,8 @@ export type JournalEntry =
   | { t: 'attachments'; saved: SavedAttachment[] }
   | { t: 'status'; messageId: string }
   /** A tool call asked for approval: the approval's id and when it expires (its card follows once posted). */
-  | { t: 'approval_open'; callId: string; id: string; expiresAt: number }
-  | { t: 'approval_card'; callId: string; messageId: string }
+  | ({ t: 'approval_open'; id: string; expiresAt: number } & ApprovalBinding)
+  | { t: 'approval_card'; step: number; callId: string; messageId: string }
   /** The messages a step's streamed text is shown in (written when they change), and whether the step went on to tools. */
   | ({ t: 'stream' } & StreamEntry)
   | StepRecord
@@ -76,12 +77,12 @@ export class TurnJournal implements StepJournal {
 
   /** Approvals opened by this turn that have no decision recorded yet. */
   get undecidedApprovals(): Extract<JournalEntry, { t: 'approval_open' }>[] {
-    const decided = new Set(this.entries.filter((e) => e.t === 'approval').map((e) => (e as { callId: string }).callId));
-    return this.entries.filter((e): e is Extract<JournalEntry, { t: 'approval_open' }> => e.t === 'approval_open' && !decided.has(e.callId));
+    const decided = new Set(this.entries.flatMap((e) => (e.t === 'approval' ? [callKey(e.step, e.callId)] : [])));
+    return this.entries.filter((e): e is Extract<JournalEntry, { t: 'approval_open' }> => e.t === 'approval_open' && !decided.has(callKey(e.step, e.callId)));
   }
 
-  approvalCardOf(callId: string): string | undefined {
-    return this.entries.find((e): e is Extract<JournalEntry, { t: 'approval_card' }> => e.t === 'approval_card' && e.callId === callId)?.messageId;
+  approvalCardOf(call: { step: number; callId: string }): string | undefined {
+    return this.entries.find((e): e is Extract<JournalEntry, { t: 'approval_card' }> => e.t === 'approval_card' && e.step === call.step && e.callId === call.callId)?.messageId;
   }
 
   record(entry: JournalEntry): void {

@@ -1,6 +1,6 @@
 import type { RunOutcome } from '../agent/types.js';
 import { runAgent } from '../agent/loop.js';
-import { summarySection } from '../agent/summary.js';
+import { summaryMessage } from '../agent/summary.js';
 import { historyForTurn, type StoredHistory } from './history-prompt.js';
 import { buildTools } from '../tools/index.js';
 import { Workspace } from '../tools/workspace.js';
@@ -87,8 +87,8 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       tools,
       needsApproval: (name) => deps.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
-      system: history.summary ? `${deps.system}\n\n${summarySection(history.summary)}` : deps.system,
-      history: history.messages,
+      system: deps.system,
+      history: history.summary ? [summaryMessage(history.summary), ...history.messages] : history.messages,
       input: shown.map((m) => toUserMessage(m, saved, images)),
       ...(budget && { budget }),
       limits: deps.limits,

@@ -21,7 +21,9 @@ export type Turn =
 
 /**
  * Fold policy: the messages waiting at the head of the inbox are answered together in one turn
- * (at most foldMax, as claimed), in arrival order. A control message (/reset) is a turn of its
+ * (at most foldMax, as claimed), in arrival order, as long as one person sent them: another
+ * person's message starts a turn of its own (still serial), so the requester, the approver rule
+ * and the budget of a turn are always one person's. A control message (/reset) is a turn of its
  * own, so it takes effect exactly between the messages sent before and after it; so is a
  * scheduled one (it runs with fewer rights than a person's message: no approvals, no schedules). A head message
  * that has already started MAX_CLAIMS runs (its worker died each time) is answered with an
@@ -35,10 +37,14 @@ export function selectTurn(claimed: ClaimedMessage[]): Turn {
   if (head.message.scheduled) return { kind: 'agent', taken: [head] };
   const taken: ClaimedMessage[] = [];
   for (const c of claimed) {
-    if (c.message.command !== undefined || c.message.scheduled || c.claims > MAX_CLAIMS) break;
+    if (c.message.command !== undefined || c.message.scheduled || c.claims > MAX_CLAIMS || !sameSender(c.message, head.message)) break;
     taken.push(c);
   }
   return { kind: 'agent', taken };
+}
+
+function sameSender(a: InboundMessage, b: InboundMessage): boolean {
+  return a.platform === b.platform && a.sender.id === b.sender.id;
 }
 
 function formatBytes(n: number): string {

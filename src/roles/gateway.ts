@@ -19,6 +19,8 @@ import { AccessGate } from '../access/gate.js';
 import { PairingStore } from '../access/pairing-store.js';
 import { UserRateLimit } from '../access/rate-limit.js';
 import { warnOpenDoors } from '../access/warnings.js';
+import { RefusalNotices } from '../access/refusal-notice.js';
+import { gatedApprovals } from '../access/gated-approvals.js';
 import { PairingAdmin } from '../access/pairing-admin.js';
 import { outboundNotify } from '../access/notify.js';
 import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
@@ -50,11 +52,16 @@ export async function startGatewayRole(
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis, log);
   const producer = new Producer(redis, queue, keys);
-  const approvals = new ApprovalDesk(redis, keys, queue, config.approvals.approvers);
+  const approvals = new ApprovalDesk(redis, keys, queue, config.approvals);
   const control = new SessionControl(redis, keys, approvals);
   const pairing = new PairingStore(redis, config.queue.prefix);
   const rate = config.limits.userRatePerMinute > 0 ? new UserRateLimit(redis, config.queue.prefix, config.limits.userRatePerMinute) : undefined;
-  const gate = new AccessGate(config.access, pairing, rate, log.child({ part: 'access' }), metrics);
+  const gate = new AccessGate(config.access, pairing, log.child({ part: 'access' }), {
+    ...(rate && { rate }),
+    notices: new RefusalNotices(redis, config.queue.prefix),
+    approvers: config.approvals.approvers,
+    metrics,
+  });
   const firings = createFiringQueue(config.queue.prefix, redis, log);
   const schedules = new ScheduleBook(redis, config.queue.prefix, firings, config.schedules);
   const intake = new Intake(producer, control, log, {
@@ -88,7 +95,7 @@ export async function startGatewayRole(
   for (const entry of CHANNELS) {
     if (!entry.enabled(config)) continue;
     const module = await entry.load();
-    channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, approvals, log: log.child({ channel: module.name }) }));
+    channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, approvals: gatedApprovals(gate, approvals), log: log.child({ channel: module.name }) }));
   }
   mountErrorHandler(app, log);
   const server = await new Promise<Server>((resolve, reject) => {

@@ -82,7 +82,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     policy: new ToolPolicy({ deny: config.tools.deny, approve: [...config.tools.approve, ...(config.exec.mode === 'approve' ? ['run_command'] : [])] }),
     ...(exec && { exec }),
     ...(toolServers && { extraTools: (workspace: Workspace, platform: string) => toolServers.registry.toolsFor(workspace, platform) }),
-    approvals: new ApprovalDesk(redis, keys, queue, config.approvals.approvers),
+    approvals: new ApprovalDesk(redis, keys, queue, config.approvals),
     approvalTimeoutMs: config.approvals.timeoutMs,
     historyTokens: config.agent.historyTokens,
     foldMax: config.queue.foldMax,
@@ -102,7 +102,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   const firingWorker = await startFiringWorker(connectRedis(redisUrl, 'switchboard-firings', log), config.queue, {
     book,
     producer: new Producer(redis, queue, keys),
-    access: new AccessGate(config.access, new PairingStore(redis, config.queue.prefix), undefined, log.child({ part: 'access' }), metrics),
+    access: new AccessGate(config.access, new PairingStore(redis, config.queue.prefix), log.child({ part: 'access' }), { metrics }),
     queueMax: config.limits.sessionQueueMax,
     log: log.child({ part: 'schedules' }),
     metrics,

@@ -34,9 +34,21 @@ function parseRule(entry: string): Rule {
 const matches = (r: Rule, platform: string, tool: string) => r.tool === tool && (r.platform === undefined || r.platform === platform);
 
 /**
- * Who may decide an approval: the person whose message started the run, or anyone named in
- * `APPROVERS` (`platform:userId`), for any conversation on that platform.
+ * Who may decide an approval (APPROVAL_BY): `requester` — the person whose message started the
+ * run; `approvers` — only those named in APPROVERS (`platform:userId`, for any conversation on that
+ * platform), so nobody approves their own call; `either`.
  */
-export function mayDecide(approvers: readonly string[], platform: string, userId: string, requesterId: string): boolean {
-  return userId === requesterId || approvers.includes(`${platform}:${userId}`);
+export type ApprovalBy = 'requester' | 'approvers' | 'either';
+
+export interface ApprovalRule {
+  by: ApprovalBy;
+  approvers: readonly string[];
+}
+
+export function mayDecide(rule: ApprovalRule, platform: string, userId: string, requesterId: string): boolean {
+  const isApprover = rule.approvers.includes(`${platform}:${userId}`);
+  const isRequester = userId === requesterId;
+  if (rule.by === 'approvers') return isApprover;
+  if (rule.by === 'requester') return isRequester;
+  return isApprover || isRequester;
 }

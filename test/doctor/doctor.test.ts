@@ -98,7 +98,7 @@ describe('npm run doctor (the CLI)', () => {
     expect(await child.exited).toBe(1);
     const out = child.stdout();
     expect(out).toMatch(/^config +✗ +AGENT_MAX_STEPS must be a whole number from 1 to 500 \(got "abc"\)/m);
-    expect(out).toMatch(/^config +✗ +GROUP_POLICY must be open or allowlist/m);
+    expect(out).toMatch(/^config +✗ +GROUP_POLICY must be pairing, allowlist or open/m);
     expect(out).toMatch(/^everything else +– +not checked/m);
   }, 30_000);
 

@@ -62,13 +62,13 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     expect(await h.queue.getJobCounts('active')).toEqual({ active: 0 });
     expect(await log()).toBe('END');
 
-    expect((await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'mallory' })).kind).toBe('not_allowed');
+    expect((await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'mallory', chat: 'a' })).kind).toBe('not_allowed');
     // The worker that parked the run is gone; another one resumes it.
     first!.kill('SIGKILL');
     await first!.exited;
     await h.addWorkers(1);
-    expect((await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester' })).kind).toBe('decided');
-    expect((await desk.decide(c.id, 'denied', { platform: 'terminal', userId: 'tester' })).kind).toBe('already');
+    expect((await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester', chat: 'a' })).kind).toBe('decided');
+    expect((await desk.decide(c.id, 'denied', { platform: 'terminal', userId: 'tester', chat: 'a' })).kind).toBe('already');
     await h.waitEnded(['a'], [m.id], 30_000);
 
     expect(await log()).toBe('line-1\nEND');
@@ -87,7 +87,7 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     const [first] = await h.addWorkers(1);
     const m = await h.send('a', 'append a line');
     const c = await card();
-    await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester' });
+    await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester', chat: 'a' });
     // The woken job is taken at once by the only worker; kill it while it resumes.
     await waitFor('the job active again', async () => (await h.queue.getJobCounts('active')).active === 1, 10_000, 5);
     first!.kill('SIGKILL');
@@ -113,7 +113,7 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     const m = await h.send('a', 'run the command');
     const c = await card();
     expect(c).toMatchObject({ tool: 'run_command', args: JSON.stringify({ command }) });
-    await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester' });
+    await desk.decide(c.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester', chat: 'a' });
     await h.waitEnded(['a'], [m.id], 30_000);
 
     expect(await posts()).toEqual(['result: ran 1 /workspace\n[exit code 0]']);
@@ -127,7 +127,7 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     const { h, desk, card, posts, log } = await setup('deny');
     await h.addWorkers(1);
     const m = await h.send('a', 'append a line');
-    await desk.decide((await card()).id, 'denied', { platform: 'terminal', userId: 'tester', name: 'tester' });
+    await desk.decide((await card()).id, 'denied', { platform: 'terminal', userId: 'tester', name: 'tester', chat: 'a' });
     await h.waitEnded(['a'], [m.id], 30_000);
     expect(await log()).toBe('END');
     expect(await posts()).toEqual(['result: Error: not run: edit_file was denied by tester. Do not retry it; answer without it or ask the user.']);

@@ -52,7 +52,7 @@ describe('MCP tools through the pipeline (worker processes, real Redis, a stdio 
     });
     expect(card).toMatchObject({ tool: 'fake__append_line', args: '{"line":"the line"}' });
     expect(await lines()).toEqual([]);
-    await new ApprovalDesk(h.redis, h.keys, h.queue).decide(card.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester' });
+    await new ApprovalDesk(h.redis, h.keys, h.queue).decide(card.id, 'approved', { platform: 'terminal', userId: 'tester', name: 'tester', chat: 'm' });
     await h.waitEnded(['m'], [m.id], 30_000);
 
     expect(await lines()).toEqual(['the line']);
@@ -71,7 +71,7 @@ describe('MCP tools through the pipeline (worker processes, real Redis, a stdio 
       const e = (await h.events('m')).find((x) => x.type === 'approval');
       return e?.type === 'approval' ? e.card : undefined;
     });
-    await new ApprovalDesk(h.redis, h.keys, h.queue).decide(card.id, 'denied', { platform: 'terminal', userId: 'tester', name: 'tester' });
+    await new ApprovalDesk(h.redis, h.keys, h.queue).decide(card.id, 'denied', { platform: 'terminal', userId: 'tester', name: 'tester', chat: 'm' });
     await h.waitEnded(['m'], [m.id], 30_000);
     expect(await lines()).toEqual([]);
     expect(await posts()).toEqual(['result: Error: not run: fake__append_line was denied by tester. Do not retry it; answer without it or ask the user.']);

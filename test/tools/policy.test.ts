@@ -27,12 +27,22 @@ describe('ToolPolicy', () => {
 });
 
 describe('mayDecide', () => {
-  it('lets the requester decide, and the named approvers of that platform, nobody else', () => {
-    const approvers = ['slack:U0BOSS', 'telegram:42'];
+  it('APPROVAL_BY=either: the requester decides, and the named approvers of that platform, nobody else', () => {
+    const approvers = { by: 'either' as const, approvers: ['slack:U0BOSS', 'telegram:42'] };
     expect(mayDecide(approvers, 'slack', 'U0ASKER', 'U0ASKER')).toBe(true);
     expect(mayDecide(approvers, 'slack', 'U0BOSS', 'U0ASKER')).toBe(true);
     expect(mayDecide(approvers, 'slack', 'U0OTHER', 'U0ASKER')).toBe(false);
     expect(mayDecide(approvers, 'discord', 'U0BOSS', 'U0ASKER')).toBe(false);
     expect(mayDecide(approvers, 'telegram', '42', '7')).toBe(true);
+  });
+
+  it('APPROVAL_BY=approvers: the requester does not approve their own call; requester: only the requester', () => {
+    const onlyApprovers = { by: 'approvers' as const, approvers: ['slack:U0BOSS'] };
+    expect(mayDecide(onlyApprovers, 'slack', 'U0ASKER', 'U0ASKER')).toBe(false);
+    expect(mayDecide(onlyApprovers, 'slack', 'U0BOSS', 'U0ASKER')).toBe(true);
+    expect(mayDecide(onlyApprovers, 'slack', 'U0BOSS', 'U0BOSS')).toBe(true);
+    const onlyRequester = { by: 'requester' as const, approvers: ['slack:U0BOSS'] };
+    expect(mayDecide(onlyRequester, 'slack', 'U0ASKER', 'U0ASKER')).toBe(true);
+    expect(mayDecide(onlyRequester, 'slack', 'U0BOSS', 'U0ASKER')).toBe(false);
   });
 });

@@ -96,7 +96,7 @@ export class DiscordHandlers {
     if (!parsed) return void (await ephemeral(interaction, 'This button is not one of mine.'));
     let result: ChannelDecideResult;
     try {
-      result = await approvals.decide(parsed.id, parsed.decision, { platform: 'discord', userId: view.user.id, name: view.user.name });
+      result = await approvals.decide(parsed.id, parsed.decision, { platform: 'discord', userId: view.user.id, name: view.user.name, chat: view.channelId });
     } catch (err) {
       log.error({ err: safeError(err), eventId: view.id, approval: parsed.id }, 'could not decide an approval');
       return void (await ephemeral(interaction, DECIDE_FAILED));

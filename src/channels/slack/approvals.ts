@@ -1,3 +1,4 @@
+import { isForeign } from './inbound.js';
 import type { ChannelApprovals, ChannelDecideResult } from '../types.js';
 import { parseApprovalAction } from './approval-data.js';
 import { refusalText } from '../../delivery/approval-card.js';
@@ -36,13 +37,13 @@ export function clickerName(user: SlackBlockActions['user']): string {
  * approver. Anyone else, a second click and a card nobody waits for any more get a private
  * answer; a click that decided gets none (the run shows the decision on the card as it resumes).
  */
-export async function decideClick(approvals: ChannelApprovals, body: SlackBlockActions, action: SlackButtonAction): Promise<ClickOutcome> {
+export async function decideClick(approvals: ChannelApprovals, body: SlackBlockActions, action: SlackButtonAction, homeTeam?: string): Promise<ClickOutcome> {
   const channel = body.channel?.id ?? body.container?.channel_id;
   const thread = body.message?.thread_ts ?? body.container?.thread_ts;
   const where = { ...(channel !== undefined && { channel }), ...(thread !== undefined && { thread }) };
   const parsed = parseApprovalAction(action);
   if (!parsed) return { ...where, answer: 'This button is not one of mine.' };
-  const result = await approvals.decide(parsed.id, parsed.decision, { platform: 'slack', userId: body.user.id, name: clickerName(body.user) });
+  const result = await approvals.decide(parsed.id, parsed.decision, { platform: 'slack', userId: body.user.id, name: clickerName(body.user), chat: channel ?? '', ...(isForeign(body.user.team_id, homeTeam) && { foreign: true as const }) });
   const answer = clickAnswer(result);
   return { result, ...where, ...(answer !== undefined && { answer }) };
 }

@@ -21,6 +21,8 @@ interface Identity {
   userId: string;
   botId: string | undefined;
   team: string | undefined;
+  /** The installing workspace: its members are vouched for in its channels (access/policy.ts). */
+  teamId: string | undefined;
 }
 
 /**
@@ -68,8 +70,8 @@ export class SlackGateway {
       convoStore: false,
       clientOptions: { slackApiUrl: apiBase(slack.apiUrl), retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     });
-    this.app.event('app_mention', async ({ event, context }) => this.onMessage(event as unknown as SlackMessageEvent, context.retryNum));
-    this.app.event('message', async ({ event, context }) => this.onMessage(event as unknown as SlackMessageEvent, context.retryNum));
+    this.app.event('app_mention', async ({ event, context }) => this.onMessage(event as unknown as SlackMessageEvent, context.retryNum, context.teamId));
+    this.app.event('message', async ({ event, context }) => this.onMessage(event as unknown as SlackMessageEvent, context.retryNum, context.teamId));
     this.app.command(ASK_COMMAND, async ({ command, ack }) => {
       const text = await this.onAsk(command as SlackCommandPayload);
       await ack({ response_type: 'ephemeral', text });
@@ -129,7 +131,7 @@ export class SlackGateway {
     try {
       const res = await slackCall('auth.test', () => this.api.auth.test(), { idempotent: true, attempts: 1 });
       if (!res.user_id) throw new SlackRefused('auth.test', 'no_user_id');
-      this.identity = { userId: res.user_id, botId: res.bot_id, team: res.team };
+      this.identity = { userId: res.user_id, botId: res.bot_id, team: res.team, teamId: res.team_id };
       this.ctx.log.info({ bot: res.user_id, team: res.team }, 'slack bot identified');
     } catch (err) {
       const code = err instanceof SlackRefused ? err.code : err instanceof Error ? err.message : String(err);
@@ -142,7 +144,12 @@ export class SlackGateway {
     }
   }
 
-  private async onMessage(event: SlackMessageEvent, retryNum: number | undefined): Promise<void> {
+  /** The installing workspace: auth.test's answer, else the team the event was delivered for. */
+  private homeTeam(eventTeam?: string): string | undefined {
+    return this.identity?.teamId ?? eventTeam;
+  }
+
+  private async onMessage(event: SlackMessageEvent, retryNum: number | undefined, eventTeam?: string): Promise<void> {
     this.lastEventAt = Date.now();
     const problem = malformed(slackMessageEventSchema, event);
     if (problem !== undefined) return this.ctx.log.warn({ problem, retryNum }, 'slack event skipped: it is malformed');
@@ -155,7 +162,7 @@ export class SlackGateway {
       const engaged = followups && (await this.ctx.redis.exists(engagedThreadKey(this.ctx.prefix, event.channel, event.thread_ts!))) === 1;
       if (!engaged) return log.debug({ reason: followups ? 'thread not answered by the bot' : 'mention required' }, 'slack event ignored');
     }
-    const message = toInbound(event, botUserId, Date.now());
+    const message = toInbound(event, botUserId, Date.now(), this.homeTeam(eventTeam));
     if (!message) return log.debug({ reason: 'empty' }, 'slack event ignored');
     log.debug({ text: message.text }, 'slack message');
     const result = await this.ctx.intake.accept(message);
@@ -178,7 +185,7 @@ export class SlackGateway {
     if (request.kind === 'usage') return ASK_USAGE;
     // `/ask stop` is the chat command /stop: the intake checks access, then acts or queues it like any message.
     const text = request.kind === 'command' ? `/${request.name}${request.args ? ` ${request.args}` : ''}` : payload.text.trim();
-    const result = await this.ctx.intake.accept(askToInbound(payload, text, Date.now()));
+    const result = await this.ctx.intake.accept(askToInbound(payload, text, Date.now(), this.homeTeam()));
     log.info({ session: result.session, result: result.kind }, 'slack command taken');
     const reply = replyOf(result);
     if (reply !== undefined) return reply;
@@ -194,7 +201,7 @@ export class SlackGateway {
    */
   private async onApprovalClick(body: SlackBlockActions, action: SlackButtonAction): Promise<void> {
     this.lastEventAt = Date.now();
-    const outcome = await decideClick(this.ctx.approvals, body, action);
+    const outcome = await decideClick(this.ctx.approvals, body, action, this.homeTeam());
     const log = this.ctx.log.child({ channel: outcome.channel, user: body.user.id, action: action.action_id });
     log.info({ value: action.value, result: outcome.result?.kind ?? 'not_ours' }, 'slack approval click');
     if (outcome.answer === undefined) return;

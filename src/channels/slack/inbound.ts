@@ -39,6 +39,9 @@ export interface SlackCommandPayload {
   user_id: string;
   user_name?: string;
   trigger_id: string;
+  /** The workspace the command was typed in, and the sender's own (they differ for a Slack Connect user). */
+  team_id?: string;
+  user_team?: string;
 }
 
 /**
@@ -82,7 +85,12 @@ export function attachmentsOf(files: readonly SlackFile[] | undefined): Attachme
  * mention starts one keyed by its ts); a DM per user, and per thread when the user threads.
  * The id and the de-duplication key are both `channel:ts`, the identity of the user's message.
  */
-export function toInbound(event: SlackMessageEvent, botUserId: string | undefined, now: number): InboundMessage | null {
+/** A sender of another organisation than the installing workspace (a Slack Connect channel). */
+export function isForeign(userTeam: string | undefined, homeTeam: string | undefined): boolean {
+  return userTeam !== undefined && homeTeam !== undefined && userTeam !== homeTeam;
+}
+
+export function toInbound(event: SlackMessageEvent, botUserId: string | undefined, now: number, homeTeam?: string): InboundMessage | null {
   const text = slackToPlain(event.text ?? '', botUserId);
   const attachments = attachmentsOf(event.files);
   if (!text && attachments.length === 0) return null;
@@ -94,7 +102,7 @@ export function toInbound(event: SlackMessageEvent, botUserId: string | undefine
     id: key,
     platform: 'slack',
     conversation: event.channel,
-    sender: { id: event.user ?? 'unknown' },
+    sender: { id: event.user ?? 'unknown', ...(isForeign(event.user_team, homeTeam) && { foreign: true as const }) },
     where: direct ? { kind: 'dm' } : { kind: 'group', ids: [event.channel] },
     text: text || '(sent files)',
     attachments,
@@ -125,14 +133,14 @@ export function parseAsk(text: string): AskRequest {
  * `/ask` as a normalised message: the session is the conversation it was typed in (a channel's
  * /ask conversation, or the DM), the answer goes at the top level there and names who asked.
  */
-export function askToInbound(payload: SlackCommandPayload, text: string, now: number): InboundMessage {
+export function askToInbound(payload: SlackCommandPayload, text: string, now: number, homeTeam?: string): InboundMessage {
   const key = askKey(payload.trigger_id);
   return {
     v: 1,
     id: key,
     platform: 'slack',
     conversation: payload.channel_id,
-    sender: { id: payload.user_id, ...(payload.user_name && { name: payload.user_name }) },
+    sender: { id: payload.user_id, ...(payload.user_name && { name: payload.user_name }), ...(isForeign(payload.user_team ?? payload.team_id, homeTeam) && { foreign: true as const }) },
     where: isDirect(payload.channel_id) ? { kind: 'dm' } : { kind: 'group', ids: [payload.channel_id] },
     text,
     attachments: [],

@@ -25,4 +25,4 @@ export const slackMessageEventSchema = z.object({
   user_team: opt,
 });
 
-export const slackCommandSchema = z.object({ command: z.string(), text: z.string(), channel_id: z.string().min(1), user_id: z.string().min(1), user_name: opt, trigger_id: opt });
+export const slackCommandSchema = z.object({ command: z.string(), text: z.string(), channel_id: z.string().min(1), user_id: z.string().min(1), user_name: opt, trigger_id: opt, team_id: opt, user_team: opt });

@@ -204,7 +204,7 @@ export class TelegramChannel {
     const parsed = parseApprovalData(query.data ?? '');
     if (!parsed) return void (await this.answerButton(query.id, 'This button is not one of mine.'));
     const name = query.from.username ? `@${query.from.username}` : query.from.first_name;
-    const result = await this.deps.approvals.decide(parsed.id, parsed.decision, { platform: 'telegram', userId: String(query.from.id), name });
+    const result = await this.deps.approvals.decide(parsed.id, parsed.decision, { platform: 'telegram', userId: String(query.from.id), name, chat: String(query.message?.chat.id ?? '') });
     this.log.info({ approval: parsed.id, decision: parsed.decision, by: query.from.id, result: result.kind }, 'telegram approval button');
     await this.answerButton(query.id, buttonAnswer(result));
   }

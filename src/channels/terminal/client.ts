@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ApprovalCard, DeliveredOutcome } from '../types.js';
-import type { ApprovalDesk } from '../../queue/approvals.js';
+import type { ApprovalCard, ChannelApprovals, DeliveredOutcome } from '../types.js';
 import { cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import type { Intake } from '../intake.js';
 import { formatBytes } from '../../tools/text.js';
@@ -35,7 +34,7 @@ export class TerminalClient {
     private readonly session: string,
     private readonly user: string,
     private readonly output: TerminalOutput,
-    private readonly approvals?: ApprovalDesk,
+    private readonly approvals?: ChannelApprovals,
   ) {
     this.streamKey = terminalStreamKey(prefix, session);
   }
@@ -74,7 +73,7 @@ export class TerminalClient {
     const { label, code } = cardSubject(card);
     this.output.notice(`${label}\n  ${code.split('\n').join('\n  ')}`);
     const yes = (await this.output.approve?.(card)) ?? false;
-    const result = await this.approvals.decide(card.id, yes ? 'approved' : 'denied', { platform: 'terminal', userId: this.user, name: this.user });
+    const result = await this.approvals.decide(card.id, yes ? 'approved' : 'denied', { platform: 'terminal', userId: this.user, name: this.user, chat: this.session });
     if (result.kind !== 'decided') this.output.notice(`(approval ${result.kind === 'already' ? 'was already decided' : result.kind === 'not_allowed' ? 'is not yours to decide' : 'is unknown'})`);
   }
 

@@ -38,7 +38,7 @@ describe('Discord approval cards: the button ids and the text', () => {
   });
 
   it('a press that decides nothing is told why: a stranger, a second press, an expired or stopped request, an unknown id', () => {
-    const record = (status: ApprovalRecord['status'], by?: string): ApprovalRecord => ({ id: 'a', session: 's', jobId: '1', callId: 'c', tool: 't', args: '{}', platform: 'discord', requester: '1', expiresAt: 0, status, ...(by && { by }) });
+    const record = (status: ApprovalRecord['status'], by?: string): ApprovalRecord => ({ id: 'a', session: 's', jobId: '1', step: 1, callId: 'c', tool: 't', argsHash: '', args: '{}', platform: 'discord', conversation: 'c1', requester: '1', expiresAt: 0, status, ...(by && { by }) });
     expect(buttonAnswer({ kind: 'not_allowed', record: record('pending') })).toBe('Only the person who asked, or an approver, can decide this.');
     expect(buttonAnswer({ kind: 'already', record: record('denied', 'bob') })).toBe('Already decided: denied by bob.');
     expect(buttonAnswer({ kind: 'already', record: record('expired', 'expiry') })).toBe('Already decided: nobody decided in time, so it counted as a deny.');

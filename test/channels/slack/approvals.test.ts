@@ -74,7 +74,7 @@ describe('slack approvals over HTTP interactivity (signed block_actions on /slac
 
   beforeAll(async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-approvals', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, TOOLS_APPROVE: 'edit_file', APPROVERS: `slack:${BOSS.id}` });
+    stack = await startStack('slack-approvals', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, TOOLS_APPROVE: 'edit_file', APPROVERS: `slack:${BOSS.id}`, APPROVAL_BY: 'either' });
     await waitFor('slack identity', async () => (await (await fetch(`${stack.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
     scriptModel(stack);
   });

@@ -14,7 +14,8 @@ describe('telegram: a long conversation is summarised past AGENT_HISTORY_TOKENS,
   let h: TelegramHarness;
   let summaryFails = false;
   beforeAll(async () => {
-    h = await TelegramHarness.start('tg-summary', { AGENT_HISTORY_TOKENS: '200' });
+    // Six turns of facts overflow it once, the summary (a marked data block) included.
+    h = await TelegramHarness.start('tg-summary', { AGENT_HISTORY_TOKENS: '260' });
     h.stack.fake.setHandler((req) => {
       const messages = req.body.messages as ChatMessage[];
       if (String(messages[0]!.content).startsWith(SUMMARISER)) {
@@ -53,11 +54,14 @@ describe('telegram: a long conversation is summarised past AGENT_HISTORY_TOKENS,
     expect(stored.covers).toBe(summarised.length);
     expect(stored.text).toBe(`SUMMARY of facts ${summarised.map((n) => String(n).padStart(2, '0')).join(',')}`);
 
-    // The answer request right after the summary: the summary in the system prompt, then only the turns after it.
+    // The answer request right after the summary: the summary as data in a user-side message (never in the system prompt), then only the turns after it.
     const answer = requests[requests.indexOf(summaries[0]!) + 1]!;
     const messages = answer.body.messages as ChatMessage[];
-    expect(String(messages[0]!.content)).toContain(`## Earlier in this conversation\nYour summary of the ${stored.covers} earliest turns, which are no longer shown:\n${stored.text}`);
-    const shown = messages.filter((m) => m.role === 'user').map((m) => Number(String(m.content).slice(5, 7)));
+    expect(messages[0]!.role).toBe('system');
+    expect(String(messages[0]!.content)).not.toContain(stored.text);
+    expect(messages[1]!.role).toBe('user');
+    expect(String(messages[1]!.content)).toContain(`<untrusted-data kind="a summary of earlier turns">\nEarlier in this conversation: your summary of the ${stored.covers} earliest turns, which are no longer shown:\n${stored.text}\n</untrusted-data>`);
+    const shown = messages.slice(2).filter((m) => m.role === 'user').map((m) => Number(String(m.content).slice(5, 7)));
     const current = shown.at(-1)!;
     expect(shown).toEqual(Array.from({ length: current - stored.covers }, (_, i) => stored.covers + 1 + i));
 
@@ -80,7 +84,7 @@ describe('telegram: a long conversation is summarised past AGENT_HISTORY_TOKENS,
     const answer = after[failedAt + 1]!;
     expect(isSummary(answer)).toBe(false);
     // The old summary is still used and still stored; no raw turn is gone.
-    expect(String((answer.body.messages as ChatMessage[])[0]!.content)).toContain('## Earlier in this conversation');
+    expect(String((answer.body.messages as ChatMessage[])[1]!.content)).toContain('Earlier in this conversation: your summary');
     expect((JSON.parse((await h.stack.redis.get(h.stack.keys.historySummary(session)))!) as HistorySummary).covers).toBe(coveredBefore);
     expect(await h.stack.redis.llen(h.stack.keys.history(session))).toBe(n - 1);
     expect(h.answers(chat)).toHaveLength(n - 1);
