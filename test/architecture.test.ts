@@ -200,6 +200,27 @@ describe('architecture', () => {
     expect(fsWrites(readFileSync(join(SRC, 'tools/workspace-files.ts'), 'utf8'))).toEqual(expect.arrayContaining(['link', 'mkdir', 'open', 'rename', 'unlink']));
   });
 
+  it('access has one gate: only access/gate.ts reads the policy, and channel adapters reach the intake and the approval desk through their ports only', () => {
+    const violations: string[] = [];
+    for (const [file, specs] of IMPORTS) {
+      const source = readFileSync(file, 'utf8');
+      for (const spec of specs) {
+        const target = resolveRelative(file, spec);
+        if (target === undefined) continue;
+        const to = rel(target);
+        if (to === 'access/policy.ts' && rel(file) !== 'access/gate.ts') violations.push(`${rel(file)} imports the access policy: decide through AccessGate`);
+        // An adapter (src/channels/<platform>/) may use queue and access types, never their values: it gets ChannelIntake and ChannelApprovals.
+        const adapter = /^channels\/[^/]+\//.test(rel(file));
+        const typeOnly = new RegExp(`import\\s+type\\s[^;]*?from\\s*['"]${spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}['"]`).test(source);
+        if (adapter && /^(queue|access)\//.test(to) && !typeOnly) violations.push(`${rel(file)} imports ${spec}: adapters see the intake and approvals only through their ports`);
+      }
+      if (/\bnew ApprovalDesk\(/.test(source) && !['roles/gateway.ts', 'roles/worker.ts', 'cli/chat.ts'].includes(rel(file))) violations.push(`${rel(file)} makes its own ApprovalDesk`);
+    }
+    expect(violations).toEqual([]);
+    // The gateway hands its channels the gated port, never the desk itself.
+    expect(readFileSync(join(SRC, 'roles/gateway.ts'), 'utf8')).toMatch(/approvals: gatedApprovals\(gate, approvals\)/);
+  });
+
   it('has no circular imports in src', () => {
     const graph = new Map<string, string[]>();
     for (const [file, specs] of IMPORTS) {

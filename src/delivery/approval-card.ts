@@ -1,4 +1,9 @@
-import type { ApprovalCard, ApprovalOutcome, ChannelDecideResult } from '../channels/types.js';
+import type { ApprovalCard, ApprovalOutcome, ApprovalRecordView, ChannelDecideResult } from '../channels/types.js';
+
+/** The card of an approval, as every platform shows it (the worker when posting and editing it, a gateway answering a click). */
+export function cardOf(r: Pick<ApprovalRecordView, 'id' | 'tool' | 'args' | 'requester' | 'requesterName' | 'expiresAt'>): ApprovalCard {
+  return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
+}
 
 /** The part of a card that shows what would run: the command itself for run_command, else the arguments as sent. */
 export function cardSubject(card: Pick<ApprovalCard, 'tool' | 'args'>): { label: string; code: string } {

@@ -2,7 +2,7 @@ import { DelayedError } from 'bullmq';
 import { bindingOf, sameCall } from '../agent/approval-binding.js';
 import type { ApprovalRequest } from '../agent/types.js';
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
-import { cardOf } from './approvals.js';
+import { cardOf } from '../delivery/approval-card.js';
 import type { JournalEntry, TurnJournal } from './journal.js';
 import type { RunContext } from './run-context.js';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ApprovalDecision } from '../agent/types.js';
-import type { ApprovalCard, ApprovalClicker, ChannelApprovals, ChannelDecideResult } from '../channels/types.js';
+import type { ApprovalClicker, ChannelApprovals, ChannelDecideResult } from '../channels/types.js';
 import type { ApprovalBinding } from '../agent/approval-binding.js';
 import { mayDecide, type ApprovalRule } from '../tools/policy.js';
 import type { SessionKeys } from './keys.js';
@@ -27,11 +27,6 @@ export interface ApprovalRecord extends ApprovalBinding {
   /** Who decided (a display name or id), and when. */
   by?: string;
   at?: number;
-}
-
-/** The card of an approval, as every platform shows it (the worker when posting and editing it, a gateway answering a click). */
-export function cardOf(r: Pick<ApprovalRecord, 'id' | 'tool' | 'args' | 'requester' | 'requesterName' | 'expiresAt'>): ApprovalCard {
-  return { id: r.id, tool: r.tool, args: r.args, requester: r.requesterName ?? r.requester, expiresAt: r.expiresAt };
 }
 
 /** A click's result (channels/types.ts `ChannelDecideResult`, with the full record). */

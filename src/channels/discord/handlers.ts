@@ -1,7 +1,6 @@
 import { MessageFlags, type ButtonInteraction, type ChatInputCommandInteraction, type Message } from 'discord.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { cardOf } from '../../queue/approvals.js';
 import { decidedText } from './approval-card.js';
 import { parseApprovalCustomId } from './approval-data.js';
 import { unknownCommandText } from '../commands.js';
@@ -12,7 +11,7 @@ import { interactionKey, interactionOf, tokenLifeLeftMs } from './ids.js';
 import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
 import { buttonView, commandView, messageView } from './views.js';
-import { refusalText } from '../../delivery/approval-card.js';
+import { cardOf, refusalText } from '../../delivery/approval-card.js';
 
 export interface HandlerDeps {
   intake: ChannelIntake;
