@@ -36,7 +36,7 @@ const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | c
 
 /** Writes `content` to `parts` (path components below the real root `root`, already lexically checked). */
 export async function writeInside(root: string, parts: readonly string[], display: string, content: string | Uint8Array, mode: WriteMode, signal?: AbortSignal): Promise<WriteResult> {
-  if (parts.length === 0) throw new ToolError(`${display} is the workspace folder, not a file`);
+  if (parts.length === 0) throw new ToolError(`${display} is a directory`);
   const dir = await folderInside(root, parts.slice(0, -1), display, true);
   const name = parts[parts.length - 1]!;
   const abs = path.join(dir, name);
@@ -106,7 +106,7 @@ async function folderInside(root: string, parts: readonly string[], display: str
     }
     if (!info) throw new ToolError(`${display}: folder ${path.relative(root, next)} does not exist`);
     if (info.isSymbolicLink()) throw new ToolError(`${display} goes through a symlink (${path.relative(root, next)}); files are never written through links`);
-    if (!info.isDirectory()) throw new ToolError(`${display}: ${path.relative(root, next)} is not a folder`);
+    if (!info.isDirectory()) throw new ToolError(`${display} has a parent that is not a directory (${path.relative(root, next)})`);
     dir = next;
   }
   return dir;

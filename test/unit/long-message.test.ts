@@ -51,7 +51,7 @@ describe('a message over MESSAGE_MAX_CHARS', () => {
     await writeFile(join(root, 'uploads'), 'a file where the folder should be');
     const [fitted] = await fitMessages(ws, [terminalMessage('s', LONG, 'ada')], 100, log);
     expect(fitted!.text.startsWith('a'.repeat(100))).toBe(true);
-    expect(fitted!.text).toMatch(/Saving the rest failed \((E[A-Z]+|uploads\/message-[0-9a-f]+\.txt: uploads is not a folder)\), so it is not available/);
+    expect(fitted!.text).toMatch(/Saving the rest failed \((E[A-Z]+|uploads\/message-[0-9a-f]+\.txt has a parent that is not a directory \(uploads\))\), so it is not available/);
     expect(fitted!.text).not.toContain(root);
   });
 
