@@ -1,5 +1,5 @@
 import { toModelTools } from '../tools/schema.js';
-import type { AgentRunInput, AssistantMessage, ModelResponse, RunOutcome } from './types.js';
+import type { AgentRunInput, AssistantMessage, ModelResponse, RunOutcome, TokenReservation } from './types.js';
 import { estimateTokens } from './budget.js';
 import { callModel } from './model-step.js';
 import { endsInToolCalls, isComplete, isRepeat, lastAssistant, textOf } from './resolve.js';
@@ -56,11 +56,11 @@ async function drive(state: RunState): Promise<RunOutcome> {
       });
     }
 
-    const refused = await budgetRefusal(state);
-    if (refused !== undefined) return outcomeOf(state, 'failed', { reason: 'budget', detail: refused });
+    const budget = await budgetRefusal(state, estimate);
+    if ('refused' in budget) return outcomeOf(state, 'failed', { reason: 'budget', detail: budget.refused });
 
     state.steps++;
-    const response = await modelStep(state, tools);
+    const response = await modelStep(state, tools, budget.reservation);
     if (response.stopReason === 'aborted' || signal.aborted) return cancelled(state);
     if (response.stopReason === 'error') return modelFailed(state, response);
 
@@ -69,16 +69,20 @@ async function drive(state: RunState): Promise<RunOutcome> {
   }
 }
 
-/** Why the next step may not call the model: the requester's allowance is used up. A journaled step is replayed, not paid for again. */
-async function budgetRefusal(state: RunState): Promise<string | undefined> {
+/**
+ * The next step's reservation of the requester's allowance (the prompt's estimate, settled by
+ * the model call), or why it may not call the model: the estimate would go over what is left
+ * today. A journaled step is replayed, not paid for again: it reserves nothing.
+ */
+async function budgetRefusal(state: RunState, estimate: number): Promise<{ refused: string } | { reservation?: TokenReservation }> {
   const budget = state.input.budget;
-  if (!budget || state.replay.model(state.steps + 1)) return undefined;
-  const check = await budget.check();
-  return check.ok ? undefined : check.detail;
+  if (!budget || state.replay.model(state.steps + 1)) return {};
+  const held = await budget.reserve(estimate);
+  return held.ok ? { reservation: held.reservation } : { refused: held.detail };
 }
 
 /** The step's model response: the journal's record of it, else a model call recorded once it succeeded. */
-async function modelStep(state: RunState, tools: Parameters<typeof callModel>[1]): Promise<ModelResponse> {
+async function modelStep(state: RunState, tools: Parameters<typeof callModel>[1], reservation?: TokenReservation): Promise<ModelResponse> {
   const recorded = state.replay.model(state.steps);
   if (recorded) {
     emit(state, { type: 'model_call', step: state.steps, replayed: true });
@@ -88,10 +92,15 @@ async function modelStep(state: RunState, tools: Parameters<typeof callModel>[1]
   }
   const journal = state.input.journal;
   // The previous step's tool results are written before the model is asked about them.
-  await journal?.flush();
+  try {
+    await journal?.flush();
+  } catch (err) {
+    if (reservation) await state.input.budget?.settle(reservation, 0);
+    throw err;
+  }
   emit(state, { type: 'model_call', step: state.steps });
   const before = state.modelCalls;
-  const response = await callModel(state, tools);
+  const response = await callModel(state, tools, reservation);
   if (response.stopReason !== 'error' && response.stopReason !== 'aborted') {
     journal?.record({ t: 'model', step: state.steps, calls: state.modelCalls - before, response: { message: response.message, stopReason: response.stopReason, usage: response.usage } });
   }

@@ -139,13 +139,21 @@ export interface AgentRunInput {
 }
 
 /**
- * A person's model-token allowance as the loop sees it. The loop asks it before each fresh model
- * call (a response replayed from the journal costs nothing) and tells it what each fresh call
- * used. Neither method throws: a store that cannot answer is its owner's to log.
+ * A person's model-token allowance as the loop sees it. Before each fresh model call (a response
+ * replayed from the journal costs nothing) the caller reserves the prompt's estimate, atomically
+ * with everyone else's calls: a call whose estimate alone would go over what is left is refused.
+ * After the call it settles: the reservation is replaced by what the call used (its reported
+ * usage, or the estimate of prompt and answer when the endpoint reported none; 0 releases it).
+ * Neither method throws: a store that cannot answer is its owner's to log.
  */
 export interface TokenAllowance {
-  check(): Promise<{ ok: true } | { ok: false; /** for logs and the dashboard */ detail: string }>;
-  spend(tokens: number): Promise<void>;
+  reserve(estimate: number): Promise<{ ok: true; reservation: TokenReservation } | { ok: false; /** for logs and the dashboard */ detail: string }>;
+  settle(reservation: TokenReservation, tokens: number): Promise<void>;
+}
+
+/** Tokens held for one model call until it is settled (settle each reservation once). */
+export interface TokenReservation {
+  readonly tokens: number;
 }
 
 export type StopReason = 'stop' | 'length' | 'toolUse' | 'error' | 'aborted';

@@ -2,6 +2,8 @@ import { boundHistory } from '../agent/history.js';
 import { planHistory, summariseTurns, summaryTokens, type HistorySummary } from '../agent/summary.js';
 import type { ChatMessage, TokenAllowance } from '../agent/types.js';
 import type { RunContext } from './run-context.js';
+import { estimateTokens } from '../agent/budget.js';
+import { meteredModel } from './token-allowance.js';
 
 /** What the session keeps of its past: the raw turns (the last 200), how many were ever appended, and the summary. */
 export interface StoredHistory {
@@ -41,13 +43,15 @@ export async function historyForTurn(ctx: RunContext, stored: StoredHistory, bud
   if (plan.kind === 'cut') return withSummary(summary, after);
 
   const { deps, log } = ctx;
-  const check = await allowance?.check();
-  if (check && !check.ok) {
+  // Reserved by the estimate of what the summariser reads; settled to its usage, or its estimate when none is reported.
+  const held = await allowance?.reserve(estimateTokens(plan.older.flat()) + summaryTokens(summary));
+  if (held && !held.ok) {
     deps.metrics?.historySummaries.inc({ outcome: 'skipped' });
     return withSummary(summary, after);
   }
-  const result = await summariseTurns(deps.model, summary?.text, plan.older, signal);
-  if (result.usage.totalTokens > 0) await allowance?.spend(result.usage.totalTokens);
+  const metered = meteredModel(deps.model);
+  const result = await summariseTurns(metered.model, summary?.text, plan.older, signal);
+  if (held) await allowance?.settle(held.reservation, metered.charged());
   if (!result.ok) {
     deps.metrics?.historySummaries.inc({ outcome: 'failed' });
     log.warn({ error: result.error, turns: plan.older.length }, 'history summary failed; this turn goes on with the older turns left out');

@@ -15,7 +15,7 @@ import type { RecordedRequest, Step } from '../fakes/openai-server.js';
  * USER_DAILY_TOKENS and MESSAGE_MAX_CHARS through the real pipeline: terminal channel, worker
  * processes, real Redis, a fake model that reports its usage.
  */
-const USAGE = { prompt_tokens: 500, completion_tokens: 100 };
+const USAGE = { prompt_tokens: 1300, completion_tokens: 200 };
 const READ = { name: 'read_file', arguments: '{"path":"notes.md"}' };
 
 const lastUser = (req: RecordedRequest) => String([...(req.body.messages as ChatMessage[])].reverse().find((m) => m.role === 'user')?.content ?? '');
@@ -30,8 +30,8 @@ describe('limits (terminal channel, worker processes, real Redis)', () => {
   const notices = async (session: string) =>
     (await h!.events(session)).filter((e) => e.type === 'post' && e.kind !== 'status').map((e) => (e.type === 'post' ? `${e.kind}: ${e.text}` : ''));
 
-  it('USER_DAILY_TOKENS: 600 tokens a call against 1,000 a day — answered, then stopped before the call past the budget, then refused outright', async () => {
-    h = await PipelineHarness.start('budget', { env: { USER_DAILY_TOKENS: '1000', RECONCILE_INTERVAL_MS: '3600000' } });
+  it('USER_DAILY_TOKENS: 1,500 tokens a call against 3,000 a day — answered, then stopped before the call whose reserved estimate no longer fits, then refused outright', async () => {
+    h = await PipelineHarness.start('budget', { env: { USER_DAILY_TOKENS: '3000', RECONCILE_INTERVAL_MS: '3600000' } });
     h.fake.setHandler((req): Step => {
       const user = lastUser(req);
       const toolResults = (req.body.messages as ChatMessage[]).filter((m) => m.role === 'tool').length;
@@ -44,7 +44,7 @@ describe('limits (terminal channel, worker processes, real Redis)', () => {
     await h.waitEnded(['b'], [first.id], 30_000);
     expect(h.fake.requests).toHaveLength(1);
 
-    // 600 spent: the run may call the model (→ 1,200), and then it may not.
+    // 1,500 spent: the next call's estimate (about 1,100 tokens, reserved before it) fits (→ 3,000), and then nothing fits.
     const second = await h.send('b', 'read the notes');
     await h.waitEnded(['b'], [second.id], 30_000);
     expect(h.fake.requests).toHaveLength(2);
@@ -55,11 +55,11 @@ describe('limits (terminal channel, worker processes, real Redis)', () => {
 
     const said = await notices('b');
     expect(said[0]).toBe('answer: ack hello');
-    const line = /^notice: You have used today's token budget \(1,000 tokens\); it resets at 00:00 UTC, in (\d+ h|\d+ min|\d+ h \d+ min)\.$/;
+    const line = /^notice: You have used today's token budget \(3,000 tokens\); it resets at 00:00 UTC, in (\d+ h|\d+ min|\d+ h \d+ min)\.$/;
     expect(said.slice(1)).toEqual([expect.stringMatching(line), expect.stringMatching(line)]);
 
     const counted = `${h.prefix}:tokens:terminal:tester:${utcDay(Date.now())}`;
-    expect(await h.redis.get(counted)).toBe('1200');
+    expect(await h.redis.get(counted)).toBe('3000');
     expect(await h.redis.ttl(counted)).toBeGreaterThan(47 * 3600);
 
     const failed = await waitFor('both failed jobs', async () => { const jobs = await h!.queue.getJobs(['failed']); return jobs.length === 2 && jobs; });

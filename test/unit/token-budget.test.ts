@@ -86,11 +86,16 @@ describe('TokenBudget (real Redis)', () => {
     const message = terminalMessage('s', 'a secret question', 'ada');
     const allowance = allowanceFor(ctx, message)!;
 
-    expect(await allowance.check()).toEqual({ ok: true });
-    await allowance.spend(999);
-    expect(await allowance.check()).toEqual({ ok: true });
-    await allowance.spend(1);
-    expect(await allowance.check()).toMatchObject({ ok: false, detail: expect.stringContaining('1000 of 1000') });
+    const held = async (estimate: number) => {
+      const r = await allowance.reserve(estimate);
+      if (!r.ok) throw new Error(`refused: ${r.detail}`);
+      return r.reservation;
+    };
+    // Reserved by the estimate, settled to the usage.
+    await allowance.settle(await held(100), 999);
+    expect(await budget.spent({ platform: 'terminal', id: 'ada' })).toBe(999);
+    await allowance.settle(await held(1), 1);
+    expect(await allowance.reserve(1)).toMatchObject({ ok: false, detail: expect.stringContaining('1000 of 1000') });
 
     const refusal = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'model call refused: daily token budget used up');
     expect(refusal).toMatchObject({ userId: 'ada', platform: 'terminal', reason: 'budget' });
