@@ -66,6 +66,13 @@ export interface Config {
   workspaceRoot: string;
   /** STREAM_ANSWERS: the answer is shown while the model writes it. */
   streamAnswers: boolean;
+  /**
+   * LINK_PREVIEWS: links in answers may get the platform's preview (Telegram link preview, Slack
+   * unfurl, Discord embed). Off by default: the platform fetches a previewed URL with no click, so
+   * a link the model was steered into writing would carry data out. Status lines and approval
+   * cards never preview.
+   */
+  linkPreviews: boolean;
   port: number;
   adminToken: string | undefined;
   logLevel: Env['LOG_LEVEL'];
@@ -79,6 +86,8 @@ export interface Config {
     toolTimeoutMs: number;
   };
   admin: { readonly: boolean; metricsPublic: boolean; /** A worker-only process serves /metrics here (0: off). */ workerMetricsPort: number };
+  /** TRUST_PROXY: express's `trust proxy` (false: X-Forwarded-* are ignored; hops; or proxy addresses/subnets). */
+  http: { trustProxy: false | number | string[] };
   /** Largest attachment a channel downloads into a workspace. */
   attachmentMaxBytes: number;
   /** The run_command tool: off, only after a person approves each call, or on; and how it runs. */
@@ -123,6 +132,7 @@ export function deriveConfig(env: Env): Config {
     },
     workspaceRoot: resolve(env.WORKSPACE_ROOT),
     streamAnswers: env.STREAM_ANSWERS,
+    linkPreviews: env.LINK_PREVIEWS,
     port: env.PORT,
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
@@ -147,6 +157,7 @@ export function deriveConfig(env: Env): Config {
       toolTimeoutMs: env.TOOL_TIMEOUT_MS,
     },
     admin: { readonly: env.ADMIN_READONLY, metricsPublic: env.METRICS_PUBLIC, workerMetricsPort: env.WORKER_METRICS_PORT },
+    http: { trustProxy: env.TRUST_PROXY },
     attachmentMaxBytes: env.ATTACHMENT_MAX_BYTES,
     exec: { mode: env.TOOLS_EXEC, sandbox: env.EXEC_SANDBOX, network: env.EXEC_NETWORK, maxTimeoutS: env.EXEC_MAX_TIMEOUT_S },
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { isTimezone } from '../schedules/when.js';
 
@@ -44,6 +45,31 @@ const flag = (fallback: boolean) =>
     .optional()
     .transform((v) => (v === undefined ? fallback : ['1', 'true', 'yes', 'on'].includes(v)));
 
+/** One entry of TRUST_PROXY's list: express's names, or an address with an optional /prefix. */
+const isProxyEntry = (entry: string) => {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [ip = '', bits, ...rest] = entry.split('/');
+  const family = isIP(ip);
+  return family !== 0 && rest.length === 0 && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)));
+};
+
+/**
+ * TRUST_PROXY, express's `trust proxy`: whose X-Forwarded-For/-Proto/-Host to believe. Never
+ * `true` (everyone's): then any client could pick the address the admin limiter counts.
+ */
+const trustProxy = z
+  .string()
+  .trim()
+  .optional()
+  .transform((v, ctx): false | number | string[] => {
+    if (v === undefined || v === '0') return false;
+    if (/^\d{1,2}$/.test(v)) return Number(v);
+    const entries = v.split(',').map((x) => x.trim());
+    if (entries.every(isProxyEntry)) return entries;
+    ctx.addIssue({ code: 'custom', message: 'must be 0 (do not trust X-Forwarded-For), a number of proxy hops such as 1, or a comma-separated list of proxy addresses and subnets such as loopback,10.0.0.0/8' });
+    return z.NEVER;
+  });
+
 export const envSchema = z
   .object({
     REDIS_URL: url('a Redis URL such as redis://127.0.0.1:6379').refine(
@@ -56,6 +82,7 @@ export const envSchema = z
     AGENT_MODEL: text('a model name such as gpt-4.1-mini').default('gpt-4.1-mini'),
     MODEL_STREAM: flag(false),
     STREAM_ANSWERS: flag(true),
+    LINK_PREVIEWS: flag(false),
     MODEL_TIMEOUT_MS: int(1_000, 600_000, 120_000),
     MODEL_VISION: flag(false),
     IMAGE_MAX_BYTES: int(1_024, 50_000_000, 5_000_000),
@@ -142,6 +169,7 @@ export const envSchema = z
     WORKER_METRICS_PORT: int(0, 65_535, 0),
     ADMIN_READONLY: flag(false),
     METRICS_PUBLIC: flag(false),
+    TRUST_PROXY: trustProxy,
   })
   .superRefine((env, ctx) => {
     const pair = (a: keyof typeof env, b: keyof typeof env, why: string) => {

@@ -14,7 +14,7 @@ import type { SessionKeys } from '../queue/keys.js';
 import type { Producer } from '../queue/producer.js';
 import type { RunQueue } from '../queue/run-queue.js';
 import { runViewPath, type RunStore } from '../queue/run-record.js';
-import { ADMIN_COOKIE, adminCookieValue, adminGuard, presentsToken } from './auth.js';
+import { ADMIN_COOKIE, ADMIN_SESSION_MS, adminCookieValue, adminGuard, checkToken, failedAttemptsOf, sameSiteChanges, tooManyFailures, type FailedAttempts } from './auth.js';
 import { escapeHtml, page } from './html.js';
 import { renderRunView } from './run-view.js';
 import { pairingRouter } from './pairing-api.js';
@@ -43,8 +43,9 @@ const DASHBOARD = '/admin/queues';
 
 /** The operators' surface: dashboard, run view, admin API, metrics — all behind one guard. */
 export function mountAdmin(app: Express, deps: AdminDeps): void {
-  const guard = adminGuard(deps.token);
-  mountLogin(app, deps.token, guard);
+  const failures = failedAttemptsOf(app);
+  const guard = adminGuard(deps.token, failures);
+  mountLogin(app, deps.token, failures);
 
   const board = new ExpressAdapter();
   board.setBasePath(DASHBOARD);
@@ -128,7 +129,7 @@ export function mountMetrics(app: Express, metrics: Metrics, guard: RequestHandl
   });
 }
 
-function mountLogin(app: Express, token: string | undefined, guard: RequestHandler[]): void {
+function mountLogin(app: Express, token: string | undefined, failures: FailedAttempts): void {
   const form = (error = '') =>
     page(
       'Switchboard admin',
@@ -136,12 +137,14 @@ function mountLogin(app: Express, token: string | undefined, guard: RequestHandl
 <form class="login" method="post" action="/admin/login"><label>Admin token<input type="password" name="token" autocomplete="current-password" autofocus></label><button type="submit">Log in</button></form>`,
     );
   app.get('/admin/login', (_req, res) => void res.type('html').send(form(token ? '' : 'The admin surface is off: set ADMIN_TOKEN.')));
-  app.post('/admin/login', express.urlencoded({ extended: false, limit: '4kb' }), guard[0]!, (req, res) => {
+  app.post('/admin/login', sameSiteChanges, express.urlencoded({ extended: false, limit: '4kb' }), (req, res) => {
     const given = typeof req.body?.token === 'string' ? req.body.token : '';
-    if (!token || !presentsToken({ headers: { authorization: `Bearer ${given}` } } as never, token)) {
-      return void res.status(401).type('html').send(form(token ? 'Wrong token.' : 'The admin surface is off: set ADMIN_TOKEN.'));
-    }
-    res.cookie(ADMIN_COOKIE, adminCookieValue(token), { httpOnly: true, sameSite: 'strict', path: '/', maxAge: 12 * 3600 * 1000 });
+    if (!token) return void res.status(401).type('html').send(form('The admin surface is off: set ADMIN_TOKEN.'));
+    const check = checkToken(req, given, token, failures);
+    if (check === 'locked') return tooManyFailures(req, res, failures);
+    if (check === 'wrong') return void res.status(401).type('html').send(form('Wrong token.'));
+    // Secure whenever the browser reached us over TLS (req.secure honours TRUST_PROXY and X-Forwarded-Proto).
+    res.cookie(ADMIN_COOKIE, adminCookieValue(token), { httpOnly: true, sameSite: 'strict', path: '/', maxAge: ADMIN_SESSION_MS, secure: req.secure });
     res.redirect(303, DASHBOARD);
   });
   app.get('/admin', (_req, res) => res.redirect(DASHBOARD));

@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { Redis } from 'ioredis';
 import type { InboundChannel } from '../channels/registry.js';
 import { countWorkers } from '../queue/worker-heartbeat.js';
+import { failedAttemptsOf, presentsToken } from './auth.js';
 
 export interface HealthSources {
   redis: Redis;
@@ -12,6 +13,8 @@ export interface HealthSources {
   draining: () => boolean;
   /** MCP servers some worker reports as not connected (one line each). */
   toolServerProblems?: () => Promise<string[]>;
+  /** ADMIN_TOKEN: only its holders see why the gateway is (not) ready. */
+  adminToken?: string | undefined;
 }
 
 /** A readiness probe answers within its own deadline even when Redis hangs. */
@@ -25,9 +28,14 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export function createHttpApp(): Express {
+/**
+ * `trustProxy` is TRUST_PROXY (config.http.trustProxy): which proxies' X-Forwarded-For/-Proto
+ * set req.ip (the address the admin limiter counts) and req.secure (the cookie's Secure).
+ */
+export function createHttpApp(trustProxy: false | number | string[] = false): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', trustProxy);
   return app;
 }
 
@@ -87,13 +95,14 @@ export function mountDrainSwitch(app: Express): DrainSwitch {
 /**
  * /healthz: the process is alive. /readyz: the gateway is not draining, Redis answers, every
  * enabled channel is connected (with when it last received an event), at least one worker is
- * connected to the queue and no worker reports an MCP server down; 503 with the reasons otherwise.
+ * connected to the queue and no worker reports an MCP server down; 503 otherwise. Anyone gets
+ * `{"ready": …}`; the reasons and details (server names, errors) only with an admin credential.
  */
 export function mountHealth(app: Express, sources: HealthSources): void {
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
-  app.get('/readyz', async (_req, res) => {
+  app.get('/readyz', async (req, res) => {
     const draining = sources.draining();
     const problems = draining ? ['draining: shutting down, not taking new events'] : [];
     let redis = 'ok';
@@ -114,6 +123,8 @@ export function mountHealth(app: Express, sources: HealthSources): void {
         return [c.name, { ...h, ...(h.lastEventAt !== undefined && { lastEventAt: new Date(h.lastEventAt).toISOString() }) }];
       }),
     );
-    res.status(problems.length ? 503 : 200).json({ ok: problems.length === 0, problems, draining, redis, workers, channels });
+    const ready = problems.length === 0;
+    const detailed = sources.adminToken !== undefined && presentsToken(req, sources.adminToken, failedAttemptsOf(app));
+    res.status(ready ? 200 : 503).json(detailed ? { ready, ok: ready, problems, draining, redis, workers, channels } : { ready });
   });
 }

@@ -73,10 +73,10 @@ export async function startGatewayRole(
   });
   warnOpenDoors(config, log);
   metrics.queueDepth(() => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'));
-  const app = createHttpApp();
+  const app = createHttpApp(config.http.trustProxy);
   const drainSwitch = mountDrainSwitch(app);
   const channels: InboundChannel[] = [];
-  mountHealth(app, { redis, prefix: config.queue.prefix, channels: () => channels, draining: () => drainSwitch.draining, toolServerProblems: () => toolServerProblems(redis, config.queue.prefix) });
+  mountHealth(app, { redis, prefix: config.queue.prefix, channels: () => channels, draining: () => drainSwitch.draining, toolServerProblems: () => toolServerProblems(redis, config.queue.prefix), adminToken: config.adminToken });
   mountAdmin(app, {
     token: config.adminToken,
     readonly: config.admin.readonly,

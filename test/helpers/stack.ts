@@ -35,6 +35,13 @@ export interface Stack {
  * test's own), a fake model, and whatever platform fakes `env` points at. LOG_LEVEL=debug
  * TEST_LOG=1 shows the logs; `options.log` takes them instead (a test that reads them).
  */
+export const STACK_ADMIN_TOKEN = 'stack-admin-token-for-tests';
+
+/** GET /readyz with the stack's admin token: the details (channels, MCP servers), not the bare status. */
+export function readyz(stack: Pick<Stack, 'baseUrl' | 'config'>): Promise<Response> {
+  return fetch(`${stack.baseUrl}/readyz`, { headers: { authorization: `Bearer ${stack.config.adminToken ?? ''}` } });
+}
+
 export async function startStack(name: string, env: Record<string, string>, options: { log?: Logger } = {}): Promise<Stack> {
   const fake = await startFakeOpenAI();
   const workspaceRoot = await mkdtemp(join(tmpdir(), `sb-${name}-`));
@@ -52,6 +59,8 @@ export async function startStack(name: string, env: Record<string, string>, opti
       STALLED_INTERVAL_MS: '5000',
       // Pipeline tests talk as strangers; access control has its own tests (test/access).
       DM_POLICY: 'open',
+      // /readyz details need a credential (readyz() below sends it).
+      ADMIN_TOKEN: STACK_ADMIN_TOKEN,
       ...env,
     }),
   );

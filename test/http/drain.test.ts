@@ -60,7 +60,7 @@ describe('a draining gateway', () => {
     });
 
     expect((await fetch(url('/healthz'))).status).toBe(200);
-    const ready = await fetch(url('/readyz'));
+    const ready = await fetch(url('/readyz'), { headers: bearer });
     expect(ready.status).toBe(503);
     const body = (await ready.json()) as { draining: boolean; problems: string[] };
     expect(body.draining).toBe(true);

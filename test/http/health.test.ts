@@ -6,6 +6,8 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { waitFor } from '../helpers/processes.js';
 import { freePort } from '../helpers/ports.js';
 
+const ADMIN_TOKEN = 'health-admin-token-0123';
+
 describe('health and readiness when Redis goes away', () => {
   let redis: RedisHandle;
   let stack: Stack;
@@ -14,7 +16,7 @@ describe('health and readiness when Redis goes away', () => {
     port = await freePort();
     // A private Redis of this test's own, so stopping it disturbs nobody.
     redis = await ensureRedis(`redis://127.0.0.1:${port}`, false, true, createLogger('silent'));
-    stack = await startStack('health', { REDIS_URL: redis.url });
+    stack = await startStack('health', { REDIS_URL: redis.url, ADMIN_TOKEN });
   });
   afterAll(async () => {
     // Bring a Redis back on the same port so the roles can close cleanly, then stop it by its pid.
@@ -30,7 +32,8 @@ describe('health and readiness when Redis goes away', () => {
     expect(ready.status).toBe(200);
     await redis.stop();
     const notReady = await waitFor('readyz to fail', async () => {
-      const res = await fetch(`${stack.baseUrl}/readyz`);
+      // The reasons are for operators (an anonymous caller gets the bare status: test/security/readyz.test.ts).
+      const res = await fetch(`${stack.baseUrl}/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       return res.status === 503 && ((await res.json()) as { problems: string[]; redis: string });
     }, 15_000, 200);
     expect(notReady.problems[0]).toMatch(/^redis: /);

@@ -5,13 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { writeMcpConfig } from '../fakes/mcp-harness.js';
 
+const ADMIN_TOKEN = 'mcp-ready-admin-token';
+
 describe('/readyz and an MCP server that does not start', () => {
   let stack: Stack;
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sb-mcp-ready-'));
     const config = await writeMcpConfig(dir, { tracker: { command: join(dir, 'no-such-server') } });
-    stack = await startStack('mcp-ready', { MCP_CONFIG: config });
+    stack = await startStack('mcp-ready', { MCP_CONFIG: config, ADMIN_TOKEN });
   });
   afterAll(async () => {
     await stack.close();
@@ -19,7 +21,8 @@ describe('/readyz and an MCP server that does not start', () => {
   });
 
   it('the worker still starts; readiness names the server and the worker that cannot reach it', async () => {
-    const res = await fetch(`${stack.baseUrl}/readyz`);
+    // The reasons are for operators (an anonymous caller gets the bare status: test/security/readyz.test.ts).
+    const res = await fetch(`${stack.baseUrl}/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(res.status).toBe(503);
     const body = (await res.json()) as { problems: string[]; workers: number };
     expect(body.workers).toBe(1);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { startStack, type Stack, readyz } from '../helpers/stack.js';
 
 describe('gateway and worker roles in one process', () => {
   let stack: Stack | undefined;
@@ -12,11 +12,11 @@ describe('gateway and worker roles in one process', () => {
     stack = await startStack('stack', {});
     const health = await fetch(`${stack.baseUrl}/healthz`);
     expect(health.status).toBe(200);
-    const ready = await fetch(`${stack.baseUrl}/readyz`);
+    const ready = await readyz(stack);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ ok: true, redis: 'ok', workers: 1, channels: {} });
     await stack.worker.close();
-    const notReady = await fetch(`${stack.baseUrl}/readyz`);
+    const notReady = await readyz(stack);
     expect(notReady.status).toBe(503);
     expect(await notReady.json()).toMatchObject({ ok: false, problems: ['no worker is connected to the queue'] });
   });

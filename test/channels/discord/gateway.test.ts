@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord, type FakeDiscordOptions } from '../../fakes/discord-server.js';
 import { waitFor } from '../../helpers/processes.js';
-import { startStack, type Stack } from '../../helpers/stack.js';
+import { startStack, type Stack, readyz as getReadyz } from '../../helpers/stack.js';
 
 /** The discord.js gateway connection: readiness, reconnects, registration, intents. */
 
@@ -32,7 +32,7 @@ async function stackOn(fake: FakeDiscord, name: string, env: Record<string, stri
 
 const discordHealth = (stack: Stack) => stack.gateway.channels.find((c) => c.name === 'discord')!.health();
 const readyz = async (stack: Stack) => {
-  const res = await fetch(`${stack.baseUrl}/readyz`);
+  const res = await getReadyz(stack);
   return { status: res.status, body: (await res.json()) as { problems: string[]; channels: Record<string, { connected: boolean; lastEventAt?: string; detail?: string }> } };
 };
 

@@ -6,7 +6,7 @@ import { sessionKeyOf } from '../../../src/channels/session-key.js';
 import { workspaceFolderName } from '../../../src/tools/workspace.js';
 import { cardMessage, SECTION_TEXT_LIMIT } from '../../../src/channels/slack/approval-card.js';
 import { approvalAction, parseApprovalAction } from '../../../src/channels/slack/approval-data.js';
-import { startStack, type Stack } from '../../helpers/stack.js';
+import { startStack, type Stack, readyz } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { APP_TOKEN, BOT_TOKEN, startFakeSlack, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
 import { appMention, blockActions, buttonsOf, cards, eventCallback, nextTs, postEvent, postInteraction, signed, SIGNING_SECRET, type SlackUser } from './helpers.js';
@@ -75,7 +75,7 @@ describe('slack approvals over HTTP interactivity (signed block_actions on /slac
   beforeAll(async () => {
     slack = await startFakeSlack();
     stack = await startStack('slack-approvals', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, TOOLS_APPROVE: 'edit_file', APPROVERS: `slack:${BOSS.id}`, APPROVAL_BY: 'either' });
-    await waitFor('slack identity', async () => (await (await fetch(`${stack.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    await waitFor('slack identity', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
     scriptModel(stack);
   });
   afterAll(async () => {
@@ -167,7 +167,7 @@ describe('slack approvals over Socket Mode (interactive envelopes)', () => {
   beforeAll(async () => {
     slack = await startFakeSlack();
     stack = await startStack('slack-approvals-socket', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl, TOOLS_APPROVE: 'edit_file' });
-    await waitFor('socket mode connected', async () => (await (await fetch(`${stack.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    await waitFor('socket mode connected', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
     scriptModel(stack);
   });
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../../helpers/stack.js';
+import { startStack, type Stack, readyz } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { startFakeSlack, BOT_TOKEN, BOT_USER_ID, type FakeSlack } from '../../fakes/slack-server.js';
 import { sessionKeyOf } from '../../../src/channels/session-key.js';
@@ -17,9 +17,10 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
 
   async function start(name: string, env: Record<string, string> = {}): Promise<{ stack: Stack; slack: FakeSlack }> {
     slack = await startFakeSlack();
-    stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, ...env });
+    // LINK_PREVIEWS=1: answers() and statuses() tell them apart by their unfurl arguments (see helpers.ts).
+    stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, LINK_PREVIEWS: '1', ...env });
     // The gateway knows who the bot is (auth.test) before the first event.
-    await waitFor('slack identity', async () => (await (await fetch(`${stack!.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    await waitFor('slack identity', async () => (await (await readyz(stack!)).json()).channels?.slack?.connected === true);
     return { stack, slack };
   }
 
@@ -119,7 +120,7 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     // The model saw the text without the mention.
     expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual(['what do my notes say?']);
     await completed(stack, 1);
-    const ready = await (await fetch(`${stack.baseUrl}/readyz`)).json();
+    const ready = await (await readyz(stack)).json();
     expect(ready.channels.slack).toMatchObject({ connected: true, lastEventAt: expect.any(String) });
 
     // A reply in that thread without a mention is not for the bot by default.
@@ -351,10 +352,10 @@ describe('slack thread follow-ups (SLACK_THREAD_FOLLOWUPS=1)', () => {
 
   it('a reply without a mention counts in a thread the bot answered, not in other threads', async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-followups', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, SLACK_THREAD_FOLLOWUPS: '1' });
+    stack = await startStack('slack-followups', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, SLACK_THREAD_FOLLOWUPS: '1', LINK_PREVIEWS: '1' });
     const s = stack;
     const fake = slack;
-    await waitFor('slack identity', async () => (await (await fetch(`${s.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+    await waitFor('slack identity', async () => (await (await readyz(s)).json()).channels?.slack?.connected === true);
     s.fake.setHandler((req) => ({ content: `re: ${newUserTexts(req.body).join(' | ')}` }));
     const root = nextTs();
     await postEvent(s.baseUrl, eventCallback(appMention(CHANNEL, root, 'start')));
@@ -386,7 +387,7 @@ describe('slack with a bad bot token', () => {
   it('the gateway still starts; readiness says why Slack is not connected', async () => {
     slack = await startFakeSlack();
     stack = await startStack('slack-badtoken', { SLACK_BOT_TOKEN: 'xoxb-revoked', SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl });
-    const res = await fetch(`${stack.baseUrl}/readyz`);
+    const res = await readyz(stack);
     expect(res.status).toBe(503);
     const body = await res.json();
     expect(body.channels.slack).toEqual({ connected: false, detail: 'auth.test failed: invalid_auth (check SLACK_BOT_TOKEN)' });

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { BOT_TOKEN, BOT_USER_ID, messageView, TEAM_ID, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
-import { startStack, type Stack } from '../../helpers/stack.js';
+import { startStack, type Stack, readyz } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 
 export const SIGNING_SECRET = 'test-signing-secret-8f3a';
@@ -115,7 +115,12 @@ export function cards(slack: FakeSlack, channel?: string): FakeMessage[] {
   return slack.messages.filter((m) => m.params.blocks !== undefined && (channel === undefined || m.channel === channel));
 }
 
-/** The bot's answers (not status messages, which are posted without link unfurls), in posting order. */
+/**
+ * The bot's answers (not status messages), in posting order. Status messages (and approval cards)
+ * are posted with unfurls off always, answers only by default: these helpers tell them apart in a
+ * stack started with LINK_PREVIEWS=1, as startSlackStack starts it (the default, where nothing
+ * unfurls, is test/security/link-previews.test.ts's).
+ */
 export function answers(slack: FakeSlack, channel?: string): FakeMessage[] {
   return slack.messages.filter((m) => m.params.unfurl_links === undefined && (channel === undefined || m.channel === channel));
 }
@@ -140,7 +145,8 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 /** The real roles with Slack over signed HTTP events against `fake`, once the bot is identified (auth.test answered). */
 export async function startSlackStack(name: string, fake: FakeSlack, env: Record<string, string> = {}): Promise<Stack> {
-  const stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: fake.apiUrl, ...env });
-  await waitFor('slack identity', async () => (await (await fetch(`${stack.baseUrl}/readyz`)).json()).channels?.slack?.connected === true);
+  // LINK_PREVIEWS=1: answers() tells answers from status messages by their unfurl arguments.
+  const stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: fake.apiUrl, LINK_PREVIEWS: '1', ...env });
+  await waitFor('slack identity', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
   return stack;
 }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../../helpers/stack.js';
+import { startStack, type Stack, readyz } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { APP_TOKEN, BOT_TOKEN, startFakeSlack, type FakeSlack } from '../../fakes/slack-server.js';
 import type { App, ReceiverEvent } from '@slack/bolt';
@@ -82,10 +82,11 @@ describe('slack Socket Mode against a fake Slack (apps.connections.open + WebSoc
 
   it('connects with the app token, acks and answers an event in its thread, drops a redelivery, serves /ask over the socket', async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-socket', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl });
+    // LINK_PREVIEWS=1: answers() tells answers from status messages by their unfurl arguments (see helpers.ts).
+    stack = await startStack('slack-socket', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl, LINK_PREVIEWS: '1' });
     const s = stack;
     const fake = slack;
-    const ready = async () => (await (await fetch(`${s.baseUrl}/readyz`)).json()).channels?.slack;
+    const ready = async () => (await (await readyz(s)).json()).channels?.slack;
     await waitFor('socket mode connected', async () => (await ready())?.connected === true);
     expect(fake.callsOf('apps.connections.open').map((c) => c.token)).toEqual([APP_TOKEN]);
     expect(fake.socket.connections).toBe(1);

@@ -1,3 +1,4 @@
+import { readyz } from '../../helpers/stack.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,7 +140,7 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
     h.stack.fake.script([{ content: 'Here is **the** answer.' }]);
     h.dm(chat, 'format me');
     await waitFor('the plain answer', () => h.answers(chat).length === 1);
-    expect(h.answers(chat)[0]!.body).toEqual({ chat_id: chat, text: 'Here is **the** answer.' });
+    expect(h.answers(chat)[0]!.body).toEqual({ chat_id: chat, text: 'Here is **the** answer.', link_preview_options: { is_disabled: true } });
     expect(h.tg.sent.filter((m) => m.chatId === chat && m.text.includes('answer'))).toHaveLength(1);
   });
 
@@ -247,7 +248,7 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
   });
 
   it('readiness shows the channel connected with its last event', async () => {
-    const res = await fetch(`${h.stack.baseUrl}/readyz`);
+    const res = await readyz(h.stack);
     const body = (await res.json()) as { channels: Record<string, { connected: boolean; lastEventAt?: string }> };
     expect(body.channels.telegram!.connected).toBe(true);
     expect(Date.parse(body.channels.telegram!.lastEventAt!)).toBeGreaterThan(Date.now() - 120_000);
