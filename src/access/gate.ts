@@ -125,8 +125,15 @@ function groupNotice(reason: 'pairing' | 'not_allowed'): string {
     : 'Sorry, I only answer people who have access here: ask this assistant\'s operator.';
 }
 
+/** "24 h", "3 h", "40 min": rounded up, so the person never asks too early. */
+function waitFor(ms: number): string {
+  return ms > 3_600_000 ? `${Math.ceil(ms / 3_600_000)} h` : `${Math.max(1, Math.ceil(ms / 60_000))} min`;
+}
+
 function pairingReply(result: Exclude<RequestResult, { kind: 'approved' }>): string {
   if (result.kind === 'full') return 'Sorry, this assistant is private, and it cannot take new access requests right now. Please try again later.';
+  // The same words for an expired and a denied request: a denial is never announced.
+  if (result.kind === 'cooldown') return `Sorry, this assistant is private, and your last access request has closed. You can ask again in ${waitFor(result.retryAt - Date.now())}.`;
   const minutes = Math.max(1, Math.round((result.request.expiresAt - Date.now()) / 60_000));
   return [
     'Hi! This assistant is private. To ask for access, send its operator this code:',

@@ -5,6 +5,11 @@ import { newPairingCode, normaliseCode } from './pairing-code.js';
 /** How long a code stays valid, and how many may wait per platform (the rest are told to try later). */
 export const PAIRING_TTL_MS = 3_600_000;
 export const MAX_PENDING_PER_PLATFORM = 3;
+/**
+ * A person whose code expired unused, or was denied, gets no new code for this long (counted from
+ * the expiry or the denial): otherwise three accounts asking again every hour hold every slot.
+ */
+export const PAIRING_COOLDOWN_MS = 24 * 3_600_000;
 
 /** Where to tell the person once decided: the DM they wrote from, without the message or any token. */
 export type ReplyTarget = Pick<InboundMessage, 'v' | 'id' | 'platform' | 'conversation' | 'thread' | 'sender' | 'where'> & { text: ''; attachments: []; eventId: string; receivedAt: number };
@@ -28,47 +33,73 @@ export interface ApprovedUser {
   by: string;
 }
 
-export type RequestResult = { kind: 'issued' | 'pending'; request: PairingRequest } | { kind: 'approved' } | { kind: 'full' };
+/** `cooldown`: this person's last code expired unused or was denied; `retryAt` is when they may ask again. */
+export type RequestResult = { kind: 'issued' | 'pending'; request: PairingRequest } | { kind: 'approved' } | { kind: 'full' } | { kind: 'cooldown'; retryAt: number };
 
-// KEYS: codes (hash code → request JSON), approved (hash userId → JSON)   ARGV: now, userId, new code, new request JSON, max pending
-// Expired codes are pruned here (Redis 7.0 has no per-field expiry); a hash holds at most `max` live codes.
+// KEYS: codes (hash code → request JSON), approved (hash userId → JSON), cooldown (hash userId → ms
+// since when: the expiry of their unused code, or their denial)
+// ARGV: now, userId, new code, new request JSON, max pending, cooldown ms
+// Expired codes and cooldowns are pruned here (Redis 7.0 has no per-field expiry); an expired code's
+// person is recorded in the cooldown hash. The codes hash holds at most `max` live codes; each code
+// in it came from a request, so the cooldown hash holds about max × cooldown / TTL people at most,
+// plus the ones the operator denied.
 const REQUEST = `
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return {'approved'} end
 local now = tonumber(ARGV[1])
+local cooldown = tonumber(ARGV[6])
 local live = 0
+local mine = nil
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r = cjson.decode(all[i + 1])
-  if r.expiresAt <= now then redis.call('HDEL', KEYS[1], all[i])
-  elseif r.userId == ARGV[2] then return {'pending', all[i + 1]}
+  if r.expiresAt <= now then
+    redis.call('HDEL', KEYS[1], all[i])
+    local since = tonumber(redis.call('HGET', KEYS[3], r.userId))
+    if not since or since < r.expiresAt then redis.call('HSET', KEYS[3], r.userId, r.expiresAt) end
+  elseif r.userId == ARGV[2] then mine = all[i + 1]
   else live = live + 1 end
+end
+if mine then return {'pending', mine} end
+local waiting = redis.call('HGETALL', KEYS[3])
+for i = 1, #waiting, 2 do
+  local retry = tonumber(waiting[i + 1]) + cooldown
+  if retry <= now then redis.call('HDEL', KEYS[3], waiting[i])
+  elseif waiting[i] == ARGV[2] then return {'cooldown', tostring(retry)} end
 end
 if live >= tonumber(ARGV[5]) then return {'full'} end
 if redis.call('HSETNX', KEYS[1], ARGV[3], ARGV[4]) == 0 then return {'collision'} end
 return {'issued', ARGV[4]}
 `;
 
-// KEYS: codes, approved   ARGV: code, now, approval JSON {approvedAt, by} ('' = deny)
+// KEYS: codes, approved, cooldown   ARGV: code, now, approval JSON {approvedAt, by} ('' = deny)
 // → the request JSON, or nil (no such live code). The approved entry takes the user from the request.
+// A denied or expired code puts its person in the cooldown hash (from now, or from its expiry).
 const DECIDE = `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return nil end
 redis.call('HDEL', KEYS[1], ARGV[1])
 local r = cjson.decode(raw)
-if r.expiresAt <= tonumber(ARGV[2]) then return nil end
+local now = tonumber(ARGV[2])
+if r.expiresAt <= now then
+  redis.call('HSET', KEYS[3], r.userId, r.expiresAt)
+  return nil
+end
 if ARGV[3] ~= '' then
   local a = cjson.decode(ARGV[3])
   a.platform = r.platform
   a.userId = r.userId
   a.name = r.name
   redis.call('HSET', KEYS[2], r.userId, cjson.encode(a))
+  redis.call('HDEL', KEYS[3], r.userId)
+else
+  redis.call('HSET', KEYS[3], r.userId, now)
 end
 return raw
 `;
 
 type Scripted = Redis & {
-  sbPairingRequest(codes: string, approved: string, now: number, userId: string, code: string, request: string, max: number): Promise<string[]>;
-  sbPairingDecide(codes: string, approved: string, code: string, now: number, approval: string): Promise<string | null>;
+  sbPairingRequest(codes: string, approved: string, cooldown: string, now: number, userId: string, code: string, request: string, max: number, cooldownMs: number): Promise<string[]>;
+  sbPairingDecide(codes: string, approved: string, cooldown: string, code: string, now: number, approval: string): Promise<string | null>;
 };
 
 /**
@@ -85,8 +116,8 @@ export class PairingStore {
   ) {
     this.redis = redis as Scripted;
     if (typeof this.redis.sbPairingRequest !== 'function') {
-      redis.defineCommand('sbPairingRequest', { numberOfKeys: 2, lua: REQUEST });
-      redis.defineCommand('sbPairingDecide', { numberOfKeys: 2, lua: DECIDE });
+      redis.defineCommand('sbPairingRequest', { numberOfKeys: 3, lua: REQUEST });
+      redis.defineCommand('sbPairingDecide', { numberOfKeys: 3, lua: DECIDE });
     }
   }
 
@@ -96,12 +127,15 @@ export class PairingStore {
   private approvedKey(platform: string): string {
     return `${this.prefix}:pairing:${platform}:approved`;
   }
+  private cooldownKey(platform: string): string {
+    return `${this.prefix}:pairing:${platform}:cooldown`;
+  }
 
   async isApproved(platform: string, userId: string): Promise<boolean> {
     return (await this.redis.hexists(this.approvedKey(platform), userId)) === 1;
   }
 
-  /** The person's live code (a new one, or the one they already have), or why there is none. */
+  /** The person's live code (a new one, or the one they already have, with its first expiry), or why there is none. */
   async request(message: InboundMessage, now = Date.now()): Promise<RequestResult> {
     const { platform } = message;
     for (;;) {
@@ -115,9 +149,20 @@ export class PairingStore {
         expiresAt: now + PAIRING_TTL_MS,
         to: replyTarget(message),
       };
-      const [kind, raw] = await this.redis.sbPairingRequest(this.codesKey(platform), this.approvedKey(platform), now, message.sender.id, code, JSON.stringify(request), MAX_PENDING_PER_PLATFORM);
+      const [kind, raw] = await this.redis.sbPairingRequest(
+        this.codesKey(platform),
+        this.approvedKey(platform),
+        this.cooldownKey(platform),
+        now,
+        message.sender.id,
+        code,
+        JSON.stringify(request),
+        MAX_PENDING_PER_PLATFORM,
+        PAIRING_COOLDOWN_MS,
+      );
       if (kind === 'collision') continue;
       if (kind === 'issued' || kind === 'pending') return { kind, request: JSON.parse(raw!) as PairingRequest };
+      if (kind === 'cooldown') return { kind, retryAt: Number(raw) };
       return { kind: kind as 'approved' | 'full' };
     }
   }
@@ -134,7 +179,7 @@ export class PairingStore {
   private async decide(platform: string, typedCode: string, now: number, approval: string): Promise<PairingRequest | undefined> {
     const code = normaliseCode(typedCode);
     if (code === undefined) return undefined;
-    const decided = await this.redis.sbPairingDecide(this.codesKey(platform), this.approvedKey(platform), code, now, approval);
+    const decided = await this.redis.sbPairingDecide(this.codesKey(platform), this.approvedKey(platform), this.cooldownKey(platform), code, now, approval);
     return decided === null ? undefined : (JSON.parse(decided) as PairingRequest);
   }
 

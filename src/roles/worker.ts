@@ -144,7 +144,11 @@ async function execOptions(config: Config, log: Logger): Promise<ExecOptions | u
  */
 async function startToolServers(config: Config, redis: Redis, log: Logger): Promise<{ registry: McpRegistry; close(): Promise<void> } | undefined> {
   if (config.mcpConfigPath === undefined) return undefined;
-  const registry = await McpRegistry.start(loadMcpConfig(config.mcpConfigPath, process.env), { log: log.child({ component: 'mcp' }), toolTimeoutMs: config.agent.toolTimeoutMs });
+  const registry = await McpRegistry.start(loadMcpConfig(config.mcpConfigPath, process.env), {
+    log: log.child({ component: 'mcp' }),
+    toolTimeoutMs: config.agent.toolTimeoutMs,
+    mediaMaxBytes: config.attachmentMaxBytes,
+  });
   const workerId = `${hostname()}:${process.pid}`;
   const report = () => reportToolServers(redis, config.queue.prefix, workerId, registry.status()).catch((err: unknown) => log.warn({ err }, 'could not report the MCP servers'));
   await report();

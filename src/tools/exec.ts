@@ -128,7 +128,7 @@ export async function checkExecRuntime(options: ExecOptions): Promise<ExecRuntim
 
 /** What to do about bwrap's own error line. */
 function hintFor(bwrapError: string): string {
-  if (bwrapError.includes('Unknown option')) return 'this bubblewrap is too old: commands need 0.7 or later (it sizes /tmp)';
+  if (bwrapError.includes('Unknown option')) return 'this bubblewrap is too old: commands need 0.8 or later (for --disable-userns): upgrade bubblewrap (Debian 12 and Ubuntu 24.04 ship 0.8 or later) or set EXEC_SANDBOX=none';
   // bwrap set the sandbox up, but found no bash or prlimit in it.
   if (bwrapError.includes('execvp')) return 'commands need bash and prlimit (util-linux) under /usr';
   return USERNS_HINT;

@@ -64,6 +64,9 @@ export function bwrapArgs(layout: HostLayout, options: { network: boolean; works
   return [
     '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     ...(options.network ? [] : ['--unshare-net']),
+    // bwrap 0.8: nothing inside may create user namespaces of its own (and in them mount, network
+    // and other namespaces: kernel code an unprivileged user otherwise never reaches). Needs --unshare-user.
+    '--disable-userns',
     // A worker that dies takes its sandboxes with it; a new session leaves the command no
     // controlling terminal of the worker's to push input into (TIOCSTI).
     '--die-with-parent', '--new-session',

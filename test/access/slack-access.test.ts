@@ -35,7 +35,8 @@ async function start(name: string, env: Record<string, string>): Promise<{ stack
 
 /** The environment the admin CLI needs to reach this Slack (to tell an approved person). */
 function cliEnv(fake: FakeSlack): Record<string, string> {
-  return { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: fake.apiUrl };
+  // LINK_PREVIEWS=1 as in startSlackStack: answers() tells the CLI's message from a status message by its unfurl arguments.
+  return { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: fake.apiUrl, LINK_PREVIEWS: '1' };
 }
 
 /** A DM from `user` in their DM channel with the bot, as Slack posts it; resolves once Bolt has handled it. */
@@ -160,11 +161,11 @@ describe('slack DM pairing (DM_POLICY=pairing)', () => {
     expect(expiredCli.stdout).toBe(`no pending code ${adaCode} (codes expire after 1 hour; \`pairing list\` shows the live ones)\n`);
     expect((await adminApi(stack, 'POST', `/slack/${adaCode}/approve`)).status).toBe(404);
     expect((await adminApi(stack, 'GET', '/slack')).body.approved).toEqual([]);
-    // Not let in, not told: her next DM gets a fresh code.
+    // Not let in, not told; her code expired unused, so her next DM gets no new code for a day
+    // (PAIRING_COOLDOWN_MS: expired codes must not let a few accounts hold every slot).
     await dm(stack, ada, 'hello again');
-    const fresh = await nthIn(slack, dmOf(ada), 3);
-    expectPairingReply(fresh);
-    expect(codeIn(fresh)).not.toBe(adaCode);
+    const cooldown = await nthIn(slack, dmOf(ada), 3);
+    expect(cooldown).toBe('Sorry, this assistant is private, and your last access request has closed. You can ask again in 24 h.');
     expect(textsIn(slack, dmOf(ada))).not.toContain(APPROVED_TEXT);
     await expectSessionUntouched(stack, dmSession(ada));
     expect(stack.fake.requests).toHaveLength(1);

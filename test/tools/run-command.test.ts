@@ -319,7 +319,7 @@ describe('run_command arguments and failures', () => {
 
   it.each([
     ['bwrap: setting up uid map: Permission denied', /\(bwrap: setting up uid map: Permission denied\): allow unprivileged user namespaces .*EXEC_SANDBOX=none$/],
-    ['bwrap: Unknown option --size', /\(bwrap: Unknown option --size\): this bubblewrap is too old: commands need 0\.7 or later/],
+    ['bwrap: Unknown option --size', /\(bwrap: Unknown option --size\): this bubblewrap is too old: commands need 0\.8 or later/],
     ['bwrap: execvp prlimit: No such file or directory', /\(bwrap: execvp prlimit: No such file or directory\): commands need bash and prlimit/],
   ])('the start-up check explains a bwrap that fails: %s', async (message, expected) => {
     const bin = path.join(sb.base, 'fake-bin');

@@ -31,7 +31,7 @@ function hostPathsOf(args: string[]): string[] {
 describe('bwrapArgs', () => {
   it('builds the whole sandbox: namespaces, a read-only /usr, a minimal /etc, the workspace, a clean environment, prlimit and bash -c', () => {
     expect(bwrapArgs(DEBIAN, { network: false, workspace: WS, command: 'ls -la' })).toEqual([
-      '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net',
+      '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net', '--disable-userns',
       '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
       '--ro-bind', '/usr', '/usr',
       '--symlink', 'usr/bin', '/bin',

@@ -63,6 +63,8 @@ export class McpConnection {
   /** The last line a stdio child wrote to stderr in this attempt: the likely reason it died. */
   #lastStderr: string | undefined;
   readonly #closing = new Set<Promise<void>>();
+  /** Tools whose left-out patterns were warned about (tool name and patterns): each once per process, not at every list. */
+  readonly #warnedPatterns = new Set<string>();
 
   constructor(config: McpServerConfig, options: ConnectionOptions) {
     this.config = config;
@@ -233,8 +235,13 @@ export class McpConnection {
       if (seen.has(tool.name)) continue;
       seen.add(tool.name);
       const inputSchema = tool.inputSchema as Record<string, unknown>;
-      const { schema, problem } = compiler.compile(inputSchema);
+      const { schema, problem, dropped } = compiler.compile(inputSchema);
       if (problem) this.#options.log.warn({ mcpServer: this.name, tool: tool.name, problem }, 'MCP tool input schema does not compile; its arguments go unchecked');
+      const warnKey = dropped && JSON.stringify([tool.name, dropped.map((d) => [d.at, d.pattern])]);
+      if (warnKey && !this.#warnedPatterns.has(warnKey)) {
+        this.#warnedPatterns.add(warnKey);
+        this.#options.log.warn({ mcpServer: this.name, tool: tool.name, patterns: dropped }, 'MCP tool input schema: patterns left out (not supported by the linear-time regex engine)');
+      }
       tools.push({ name: tool.name, description: tool.description ?? '', inputSchema, readOnly: tool.annotations?.readOnlyHint === true, args: schema });
     }
     return tools;

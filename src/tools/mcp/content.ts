@@ -28,27 +28,33 @@ export interface SaveTarget {
   readonly tool: string;
 }
 
+/** ATTACHMENT_MAX_BYTES's default: the cap on each image, audio clip and resource a result may save. */
+export const MEDIA_MAX_BYTES_DEFAULT = 20_000_000;
+
 /**
  * The text the model reads for one result: text parts joined; images, audio and embedded
  * resources saved into the workspace and named ("[image saved: mcp/fs/draw-1.png, 12 KB]").
+ * One over `maxBytes` (ATTACHMENT_MAX_BYTES) is neither decoded nor saved, only named as left out.
  * An `isError` result is thrown as a ToolError carrying the server's text.
  */
-export async function resultText(result: McpCallResult, target: SaveTarget): Promise<string> {
+export async function resultText(result: McpCallResult, target: SaveTarget, maxBytes = MEDIA_MAX_BYTES_DEFAULT): Promise<string> {
   const parts = result.content ?? [];
   if (result.isError === true) {
     const message = parts.filter(isText).map((p) => p.text).join('\n').trim();
     throw new ToolError(message === '' ? 'the tool reported an error and gave no message' : message);
   }
   const lines: string[] = [];
-  for (const part of parts) lines.push(await describePart(part, target));
+  for (const part of parts) lines.push(await describePart(part, target, maxBytes));
   if (lines.length === 0 && result.structuredContent !== undefined) lines.push(JSON.stringify(result.structuredContent));
   if (lines.length === 0 && result.toolResult !== undefined) lines.push(typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult));
   return lines.length === 0 ? '(no output)' : lines.join('\n');
 }
 
-async function describePart(part: McpContent, target: SaveTarget): Promise<string> {
+async function describePart(part: McpContent, target: SaveTarget, maxBytes = MEDIA_MAX_BYTES_DEFAULT): Promise<string> {
   if (isText(part)) return part.text;
   if ((part.type === 'image' || part.type === 'audio') && typeof part.data === 'string') {
+    const size = base64Bytes(part.data);
+    if (size > maxBytes) return `[${part.type} left out: ${tooLarge(size, maxBytes)}]`;
     const mimeType = typeof part.mimeType === 'string' ? part.mimeType : '';
     const saved = await save(target, Buffer.from(part.data, 'base64'), extensionOf(mimeType));
     return `[${part.type} saved: ${saved.path}, ${formatBytes(saved.bytes)}]`;
@@ -56,14 +62,34 @@ async function describePart(part: McpContent, target: SaveTarget): Promise<strin
   if (part.type === 'resource' && typeof part.resource === 'object' && part.resource !== null) {
     const r = part.resource as { uri?: unknown; mimeType?: unknown; text?: unknown; blob?: unknown };
     const uri = typeof r.uri === 'string' ? r.uri : '';
+    const from = uri ? `, from ${clip(uri, 200)}` : '';
+    const size = typeof r.blob === 'string' ? base64Bytes(r.blob) : typeof r.text === 'string' ? Buffer.byteLength(r.text, 'utf8') : 0;
+    if (size > maxBytes) return `[resource left out: ${tooLarge(size, maxBytes)}${from}]`;
     const bytes = typeof r.blob === 'string' ? Buffer.from(r.blob, 'base64') : Buffer.from(typeof r.text === 'string' ? r.text : '', 'utf8');
     const saved = await save(target, bytes, extensionOf(typeof r.mimeType === 'string' ? r.mimeType : '', uri));
-    return `[resource saved: ${saved.path}, ${formatBytes(saved.bytes)}${uri ? `, from ${clip(uri, 200)}` : ''}]`;
+    return `[resource saved: ${saved.path}, ${formatBytes(saved.bytes)}${from}]`;
   }
   if (part.type === 'resource_link' && typeof part.uri === 'string') {
     return `[resource link: ${clip(part.uri, 200)}${typeof part.name === 'string' ? ` (${clip(part.name, 100)})` : ''}]`;
   }
   return `[${clip(String(part.type), 40)} content left out]`;
+}
+
+/** The bytes base64 `data` decodes to, from its length alone (whitespace counted: never less than the truth). */
+function base64Bytes(data: string): number {
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
+}
+
+/** "31.2 MB, over the 20 MB limit (ATTACHMENT_MAX_BYTES)": decimal units, as the variable is set. */
+function tooLarge(size: number, maxBytes: number): string {
+  return `${decimalBytes(size)}, over the ${decimalBytes(maxBytes)} limit (ATTACHMENT_MAX_BYTES)`;
+}
+
+function decimalBytes(n: number): string {
+  if (n < 1_000) return `${n} B`;
+  if (n < 1_000_000) return `${Number((n / 1_000).toFixed(1))} kB`;
+  return `${Number((n / 1_000_000).toFixed(1))} MB`;
 }
 
 function isText(part: McpContent): part is { type: 'text'; text: string } {

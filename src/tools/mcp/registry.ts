@@ -3,7 +3,7 @@ import type { Tool } from '../types.js';
 import type { Workspace } from '../workspace.js';
 import type { McpConfig } from './config.js';
 import { McpConnection, type ListedTool, type McpState } from './connection.js';
-import { createMcpTools } from './tools.js';
+import { createMcpTools, type McpToolLimits } from './tools.js';
 
 export interface McpStartOptions {
   readonly log: Logger;
@@ -11,6 +11,8 @@ export interface McpStartOptions {
   readonly toolTimeoutMs: number;
   /** Reconnect delays after a failure: doubled from initialMs up to maxMs. Defaults 1 s and 30 s. */
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
+  /** The largest image, audio clip or resource a tool result may save (ATTACHMENT_MAX_BYTES; default its default). */
+  readonly mediaMaxBytes?: number;
 }
 
 export interface McpServerStatus {
@@ -27,9 +29,11 @@ export interface McpServerStatus {
  */
 export class McpRegistry {
   readonly #connections: readonly McpConnection[];
+  readonly #limits: McpToolLimits;
 
-  private constructor(connections: readonly McpConnection[]) {
+  private constructor(connections: readonly McpConnection[], limits: McpToolLimits) {
     this.#connections = connections;
+    this.#limits = limits;
   }
 
   /** Connects to every server; resolves when each one's first attempt connected or failed (never rejects for a server). */
@@ -39,7 +43,7 @@ export class McpRegistry {
       (server) => new McpConnection(server, { log: options.log, timeoutMs: server.timeoutMs ?? options.toolTimeoutMs, backoff }),
     );
     await Promise.all(connections.map((c) => c.start()));
-    return new McpRegistry(connections);
+    return new McpRegistry(connections, options.mediaMaxBytes === undefined ? {} : { mediaMaxBytes: options.mediaMaxBytes });
   }
 
   /** The tools offered to a conversation on `platform`: connected servers offered there, filtered by include/exclude. */
@@ -54,7 +58,7 @@ export class McpRegistry {
         entries.push({ source, tool });
       }
     }
-    return createMcpTools(entries, ws);
+    return createMcpTools(entries, ws, this.#limits);
   }
 
   status(): McpServerStatus[] {

@@ -2,10 +2,39 @@ import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { RE2JS } from 're2js';
 import { z } from 'zod';
 import { clip } from '../text.js';
 
 type AnyAjv = Ajv | Ajv2019 | Ajv2020;
+
+/**
+ * The regex engine of every `pattern` (and `patternProperties`) in a server's schema: RE2 (re2js,
+ * pure JS), which matches in time linear in the input. JavaScript's own engine backtracks: a
+ * server's `^(a+)+$` against the model's "aaa…a!" would take exponential time on the worker's
+ * main thread. Throws for a pattern RE2 cannot compile (backreferences, lookaround).
+ */
+export function linearRegExp(pattern: string, flags: string): { test(s: string): boolean; toString(): string } {
+  const re = compileLinear(pattern);
+  // ajv keys its compiled patterns by toString(): one per pattern and flags.
+  return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
+}
+// Only used when ajv prints standalone code, which this project never does.
+linearRegExp.code = 'linearRegExp';
+
+function compileLinear(pattern: string): RE2JS {
+  return RE2JS.compile(RE2JS.translateRegExp(pattern));
+}
+
+/** Why RE2 cannot compile `pattern`, or undefined when it can. */
+function unsupported(pattern: string): string | undefined {
+  try {
+    compileLinear(pattern);
+    return undefined;
+  } catch (err) {
+    return clip((err as Error).message, 200);
+  }
+}
 
 const OPTIONS: Options = {
   // Servers' schemas carry keywords and formats of their own; check what ajv knows, ignore the rest.
@@ -13,7 +42,15 @@ const OPTIONS: Options = {
   allErrors: true,
   validateSchema: false,
   validateFormats: true,
+  code: { regExp: linearRegExp },
 };
+
+/** A `pattern` left out of a schema because RE2 cannot compile it: where (a JSON Pointer into the schema), what and why. */
+export interface DroppedPattern {
+  readonly at: string;
+  readonly pattern: string;
+  readonly reason: string;
+}
 
 /**
  * Compiles MCP tools' input schemas. One compiler per tool list: ajv keeps every schema it
@@ -25,14 +62,16 @@ export class SchemaCompiler {
   /**
    * A zod schema that accepts exactly what `inputSchema` accepts, with one issue per ajv error at
    * its path, so runToolCall names each bad field. A schema ajv cannot compile validates nothing
-   * (the server still checks its own input) and `problem` says why.
+   * (the server still checks its own input) and `problem` says why. A `pattern` keyword RE2
+   * cannot compile is left out (the rest of the schema still holds) and named in `dropped`.
    */
-  compile(inputSchema: Record<string, unknown>): { schema: z.ZodType; problem?: string } {
+  compile(inputSchema: Record<string, unknown>): { schema: z.ZodType; problem?: string; dropped?: DroppedPattern[] } {
     let validate: ValidateFunction;
+    const dropped: DroppedPattern[] = [];
     try {
       // A top-level $id would clash with the same tool's schema in the next list.
       const { $id: _id, ...rest } = inputSchema;
-      validate = this.#ajvFor(inputSchema.$schema).compile(rest);
+      validate = this.#ajvFor(inputSchema.$schema).compile(withoutUnsupportedPatterns(rest, '', dropped) as Record<string, unknown>);
     } catch (err) {
       return { schema: z.unknown(), problem: clip((err as Error).message, 200) };
     }
@@ -47,7 +86,7 @@ export class SchemaCompiler {
         ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
       }
     });
-    return { schema };
+    return dropped.length === 0 ? { schema } : { schema, dropped };
   }
 
   #ajvFor($schema: unknown): AnyAjv {
@@ -60,6 +99,47 @@ export class SchemaCompiler {
     }
     return ajv;
   }
+}
+
+/** Keywords whose value is one subschema, an array of them, or an object of them (JSON Schema drafts 4 to 2020-12). */
+const ONE_SCHEMA = ['additionalItems', 'additionalProperties', 'contains', 'not', 'if', 'then', 'else', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties', 'contentSchema', 'items'];
+const SCHEMA_ARRAYS = ['items', 'prefixItems', 'allOf', 'anyOf', 'oneOf'];
+const SCHEMA_MAPS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas', 'dependencies'];
+
+/**
+ * `schema` without the `pattern` keywords RE2 cannot compile, each recorded in `dropped` (the
+ * input is not changed). Walks the subschema keywords; a pattern anywhere else (a `$ref` into a
+ * place no keyword names, a `patternProperties` key) reaches ajv, fails there, and the schema
+ * validates nothing, as any schema ajv cannot compile.
+ */
+function withoutUnsupportedPatterns(schema: unknown, at: string, dropped: DroppedPattern[]): unknown {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
+  const out: Record<string, unknown> = { ...(schema as Record<string, unknown>) };
+  if (typeof out.pattern === 'string') {
+    const reason = unsupported(out.pattern);
+    if (reason !== undefined) {
+      dropped.push({ at: at === '' ? '/' : at, pattern: out.pattern, reason });
+      delete out.pattern;
+    }
+  }
+  for (const keyword of ONE_SCHEMA) {
+    if (keyword in out && !Array.isArray(out[keyword])) out[keyword] = withoutUnsupportedPatterns(out[keyword], at + pointer(keyword), dropped);
+  }
+  for (const keyword of SCHEMA_ARRAYS) {
+    const value = out[keyword];
+    if (Array.isArray(value)) out[keyword] = value.map((s, i) => withoutUnsupportedPatterns(s, `${at}${pointer(keyword)}/${i}`, dropped));
+  }
+  for (const keyword of SCHEMA_MAPS) {
+    const value = out[keyword];
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
+    out[keyword] = Object.fromEntries(Object.entries(value).map(([name, s]) => [name, withoutUnsupportedPatterns(s, at + pointer(keyword) + pointer(name), dropped)]));
+  }
+  return out;
+}
+
+/** One JSON Pointer segment: "~" is "~0", "/" is "~1". */
+function pointer(key: string): string {
+  return `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
 }
 
 /** An ajv error as a field path and a message that reads after it ("count: must be >= 1"). */
