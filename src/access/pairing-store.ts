@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { InboundMessage } from '../channels/types.js';
+import { RedisKeys } from '../queue/keys.js';
+import { defineScript, runScript } from '../queue/redis-scripts.js';
 import { newPairingCode, normaliseCode } from './pairing-code.js';
 
 /** How long a code stays valid, and how many may wait per platform (the rest are told to try later). */
@@ -36,14 +38,17 @@ export interface ApprovedUser {
 /** `cooldown`: this person's last code expired unused or was denied; `retryAt` is when they may ask again. */
 export type RequestResult = { kind: 'issued' | 'pending'; request: PairingRequest } | { kind: 'approved' } | { kind: 'full' } | { kind: 'cooldown'; retryAt: number };
 
-// KEYS: codes (hash code → request JSON), approved (hash userId → JSON), cooldown (hash userId → ms
-// since when: the expiry of their unused code, or their denial)
-// ARGV: now, userId, new code, new request JSON, max pending, cooldown ms
+// `codes`: code → request JSON; `approved`: userId → JSON; `cooldown`: userId → ms since when (the
+// expiry of their unused code, or their denial). `collision`: the new code is taken (pick another).
 // Expired codes and cooldowns are pruned here (Redis 7.0 has no per-field expiry); an expired code's
-// person is recorded in the cooldown hash. The codes hash holds at most `max` live codes; each code
-// in it came from a request, so the cooldown hash holds about max × cooldown / TTL people at most,
+// person is recorded in the cooldown hash. The codes hash holds at most `maxPending` live codes; each code
+// in it came from a request, so the cooldown hash holds about maxPending × cooldown / TTL people at most,
 // plus the ones the operator denied.
-const REQUEST = `
+const REQUEST = defineScript({
+  name: 'sbPairingRequest',
+  keys: ['codes', 'approved', 'cooldown'],
+  args: ['now', 'userId', 'code', 'request', 'maxPending', 'cooldownMs'],
+  lua: `
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return {'approved'} end
 local now = tonumber(ARGV[1])
 local cooldown = tonumber(ARGV[6])
@@ -69,12 +74,25 @@ end
 if live >= tonumber(ARGV[5]) then return {'full'} end
 if redis.call('HSETNX', KEYS[1], ARGV[3], ARGV[4]) == 0 then return {'collision'} end
 return {'issued', ARGV[4]}
-`;
+`,
+  decode: (reply, unexpected): RequestResult | { kind: 'collision' } => {
+    if (!Array.isArray(reply)) return unexpected();
+    const [kind, value] = reply;
+    if (kind === 'approved' || kind === 'full' || kind === 'collision') return { kind };
+    if ((kind === 'issued' || kind === 'pending') && typeof value === 'string') return { kind, request: JSON.parse(value) as PairingRequest };
+    if (kind === 'cooldown') return { kind, retryAt: Number(value) };
+    return unexpected();
+  },
+});
 
-// KEYS: codes, approved, cooldown   ARGV: code, now, approval JSON {approvedAt, by} ('' = deny)
-// → the request JSON, or nil (no such live code). The approved entry takes the user from the request.
+// `approval`: JSON {approvedAt, by}, or '' to deny. → the request JSON, or nil (no such live code).
+// The approved entry takes the user from the request.
 // A denied or expired code puts its person in the cooldown hash (from now, or from its expiry).
-const DECIDE = `
+const DECIDE = defineScript({
+  name: 'sbPairingDecide',
+  keys: ['codes', 'approved', 'cooldown'],
+  args: ['code', 'now', 'approval'],
+  lua: `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return nil end
 redis.call('HDEL', KEYS[1], ARGV[1])
@@ -95,12 +113,9 @@ else
   redis.call('HSET', KEYS[3], r.userId, now)
 end
 return raw
-`;
-
-type Scripted = Redis & {
-  sbPairingRequest(codes: string, approved: string, cooldown: string, now: number, userId: string, code: string, request: string, max: number, cooldownMs: number): Promise<string[]>;
-  sbPairingDecide(codes: string, approved: string, cooldown: string, code: string, now: number, approval: string): Promise<string | null>;
-};
+`,
+  decode: (reply, unexpected): PairingRequest | undefined => (reply === null ? undefined : typeof reply === 'string' ? (JSON.parse(reply) as PairingRequest) : unexpected()),
+});
 
 /**
  * Pairing codes and approved users, per platform, in Redis (they survive restarts and are shared
@@ -108,31 +123,21 @@ type Scripted = Redis & {
  * rule hold under concurrent messages.
  */
 export class PairingStore {
-  private readonly redis: Scripted;
+  private readonly keys: RedisKeys;
 
   constructor(
-    redis: Redis,
-    private readonly prefix: string,
+    private readonly redis: Redis,
+    prefix: string,
   ) {
-    this.redis = redis as Scripted;
-    if (typeof this.redis.sbPairingRequest !== 'function') {
-      redis.defineCommand('sbPairingRequest', { numberOfKeys: 3, lua: REQUEST });
-      redis.defineCommand('sbPairingDecide', { numberOfKeys: 3, lua: DECIDE });
-    }
+    this.keys = new RedisKeys(prefix);
   }
 
-  private codesKey(platform: string): string {
-    return `${this.prefix}:pairing:${platform}:codes`;
-  }
-  private approvedKey(platform: string): string {
-    return `${this.prefix}:pairing:${platform}:approved`;
-  }
-  private cooldownKey(platform: string): string {
-    return `${this.prefix}:pairing:${platform}:cooldown`;
+  private platformKeys(platform: string) {
+    return { codes: this.keys.pairingCodes(platform), approved: this.keys.pairingApproved(platform), cooldown: this.keys.pairingCooldown(platform) };
   }
 
   async isApproved(platform: string, userId: string): Promise<boolean> {
-    return (await this.redis.hexists(this.approvedKey(platform), userId)) === 1;
+    return (await this.redis.hexists(this.keys.pairingApproved(platform), userId)) === 1;
   }
 
   /** The person's live code (a new one, or the one they already have, with its first expiry), or why there is none. */
@@ -149,21 +154,11 @@ export class PairingStore {
         expiresAt: now + PAIRING_TTL_MS,
         to: replyTarget(message),
       };
-      const [kind, raw] = await this.redis.sbPairingRequest(
-        this.codesKey(platform),
-        this.approvedKey(platform),
-        this.cooldownKey(platform),
-        now,
-        message.sender.id,
-        code,
-        JSON.stringify(request),
-        MAX_PENDING_PER_PLATFORM,
-        PAIRING_COOLDOWN_MS,
-      );
-      if (kind === 'collision') continue;
-      if (kind === 'issued' || kind === 'pending') return { kind, request: JSON.parse(raw!) as PairingRequest };
-      if (kind === 'cooldown') return { kind, retryAt: Number(raw) };
-      return { kind: kind as 'approved' | 'full' };
+      const result = await runScript(this.redis, REQUEST, {
+        keys: this.platformKeys(platform),
+        args: { now, userId: message.sender.id, code, request: JSON.stringify(request), maxPending: MAX_PENDING_PER_PLATFORM, cooldownMs: PAIRING_COOLDOWN_MS },
+      });
+      if (result.kind !== 'collision') return result;
     }
   }
 
@@ -179,22 +174,21 @@ export class PairingStore {
   private async decide(platform: string, typedCode: string, now: number, approval: string): Promise<PairingRequest | undefined> {
     const code = normaliseCode(typedCode);
     if (code === undefined) return undefined;
-    const decided = await this.redis.sbPairingDecide(this.codesKey(platform), this.approvedKey(platform), this.cooldownKey(platform), code, now, approval);
-    return decided === null ? undefined : (JSON.parse(decided) as PairingRequest);
+    return runScript(this.redis, DECIDE, { keys: this.platformKeys(platform), args: { code, now, approval } });
   }
 
   /** Takes an approved user's access away; true when they had it. */
   async revoke(platform: string, userId: string): Promise<boolean> {
-    return (await this.redis.hdel(this.approvedKey(platform), userId)) === 1;
+    return (await this.redis.hdel(this.keys.pairingApproved(platform), userId)) === 1;
   }
 
   async pending(platform: string, now = Date.now()): Promise<PairingRequest[]> {
-    const all = Object.values(await this.redis.hgetall(this.codesKey(platform))).map((raw) => JSON.parse(raw) as PairingRequest);
+    const all = Object.values(await this.redis.hgetall(this.keys.pairingCodes(platform))).map((raw) => JSON.parse(raw) as PairingRequest);
     return all.filter((r) => r.expiresAt > now).sort((a, b) => a.createdAt - b.createdAt);
   }
 
   async approved(platform: string): Promise<ApprovedUser[]> {
-    return Object.values(await this.redis.hgetall(this.approvedKey(platform))).map((raw) => JSON.parse(raw) as ApprovedUser);
+    return Object.values(await this.redis.hgetall(this.keys.pairingApproved(platform))).map((raw) => JSON.parse(raw) as ApprovedUser);
   }
 }
 

@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import { RedisKeys } from '../queue/keys.js';
+import { defineScript, runScript } from '../queue/redis-scripts.js';
 import { nextUtcMidnight, utcDay } from './utc-day.js';
 
 /** Who spends: a person on one platform (the same person on two platforms has two budgets). */
@@ -22,21 +24,34 @@ const KEY_TTL_SECONDS = 48 * 3600;
 /** Result codes of RESERVE. */
 export const RESERVED = { refused: 0, held: 1 } as const;
 
-// KEYS: the person's counter for the day   ARGV: tokens to reserve, the daily limit, TTL seconds
-// → {1, the day's total with the reservation} held · {0, the day's total} refused (it would go over the limit)
-// Reservations and settled usage share the one counter: what is held for calls in flight counts as spent.
-const RESERVE = `
+// `counter`: the person's counter for the day. → {1, the day's total with the reservation} held ·
+// {0, the day's total} refused (it would go over the limit). Reservations and settled usage share
+// the one counter: what is held for calls in flight counts as spent.
+const RESERVE = defineScript({
+  name: 'sbTokensReserve',
+  keys: ['counter'],
+  args: ['tokens', 'limit', 'ttl'],
+  lua: `
 local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
 local tokens = tonumber(ARGV[1])
 if spent + tokens > tonumber(ARGV[2]) then return {0, spent} end
 local total = redis.call('INCRBY', KEYS[1], tokens)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return {1, total}
-`;
+`,
+  decode: (reply, unexpected): { kind: 'held'; total: number } | { kind: 'refused'; spent: number } => {
+    if (!Array.isArray(reply) || typeof reply[1] !== 'number') return unexpected();
+    if (reply[0] === RESERVED.held) return { kind: 'held', total: reply[1] };
+    return reply[0] === RESERVED.refused ? { kind: 'refused', spent: reply[1] } : unexpected();
+  },
+});
 
-// KEYS: the counter the reservation was taken from   ARGV: actual − reserved tokens, TTL seconds
-// → the day's total (never below 0)
-const SETTLE = `
+// `counter`: the one the reservation was taken from; `delta`: actual − reserved tokens. → the day's total (never below 0)
+const SETTLE = defineScript({
+  name: 'sbTokensSettle',
+  keys: ['counter'],
+  args: ['delta', 'ttl'],
+  lua: `
 local total = redis.call('INCRBY', KEYS[1], ARGV[1])
 if total < 0 then
   redis.call('SET', KEYS[1], 0)
@@ -44,21 +59,9 @@ if total < 0 then
 end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return total
-`;
-
-interface BudgetScripts {
-  sbTokensReserve(counter: string, tokens: number, limit: number, ttl: number): Promise<[number, number]>;
-  sbTokensSettle(counter: string, delta: number, ttl: number): Promise<number>;
-}
-
-/** Defines the scripts on a connection (idempotent per connection). */
-function withBudgetScripts(redis: Redis): Redis & BudgetScripts {
-  const r = redis as Redis & BudgetScripts;
-  if (typeof r.sbTokensReserve === 'function') return r;
-  redis.defineCommand('sbTokensReserve', { numberOfKeys: 1, lua: RESERVE });
-  redis.defineCommand('sbTokensSettle', { numberOfKeys: 1, lua: SETTLE });
-  return r;
-}
+`,
+  decode: (reply, unexpected): number => (typeof reply === 'number' ? reply : unexpected()),
+});
 
 /**
  * Model tokens per person per UTC day (USER_DAILY_TOKENS), one Redis counter per person and day
@@ -67,19 +70,19 @@ function withBudgetScripts(redis: Redis): Redis & BudgetScripts {
  * over the limit) and settles to what it used after, so parallel sessions cannot all pass.
  */
 export class TokenBudget {
-  private readonly redis: Redis & BudgetScripts;
+  private readonly keys: RedisKeys;
 
   constructor(
-    redis: Redis,
-    private readonly prefix: string,
+    private readonly redis: Redis,
+    prefix: string,
     /** Tokens a person may use per UTC day. */
     readonly limit: number,
   ) {
-    this.redis = withBudgetScripts(redis);
+    this.keys = new RedisKeys(prefix);
   }
 
   key(user: BudgetUser, now: number): string {
-    return `${this.prefix}:tokens:${user.platform}:${user.id}:${utcDay(now)}`;
+    return this.keys.tokens(user.platform, user.id, utcDay(now));
   }
 
   /** Today's total: settled usage plus what calls in flight hold. */
@@ -101,16 +104,16 @@ export class TokenBudget {
     // A reservation never settled (its worker died) stays in this day's counter only: it costs the person at most the rest of that UTC day.
     const key = this.key(user, now);
     const held = Math.max(0, Math.ceil(tokens));
-    const [code, total] = await this.redis.sbTokensReserve(key, held, this.limit, KEY_TTL_SECONDS);
-    if (Number(code) !== RESERVED.held) return { ok: false, spent: Number(total) };
-    return { ok: true, reservation: { key, tokens: held }, total: Number(total) };
+    const result = await runScript(this.redis, RESERVE, { keys: { counter: key }, args: { tokens: held, limit: this.limit, ttl: KEY_TTL_SECONDS } });
+    if (result.kind === 'refused') return { ok: false, spent: result.spent };
+    return { ok: true, reservation: { key, tokens: held }, total: result.total };
   }
 
   /** Replaces a reservation by what the call used (0: it used nothing, the reservation is released); returns the day's total. */
   async settle(reservation: BudgetReservation, tokens: number): Promise<number> {
     const delta = Math.max(0, Math.ceil(tokens)) - reservation.tokens;
     if (delta === 0) return Number((await this.redis.get(reservation.key)) ?? 0);
-    return Number(await this.redis.sbTokensSettle(reservation.key, delta, KEY_TTL_SECONDS));
+    return runScript(this.redis, SETTLE, { keys: { counter: reservation.key }, args: { delta, ttl: KEY_TTL_SECONDS } });
   }
 
   /** When today's spending stops counting. */

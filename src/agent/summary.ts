@@ -1,3 +1,4 @@
+import { clip } from '../lib/text.js';
 import { asData } from './untrusted.js';
 import { estimateTextTokens, estimateTokens } from './budget.js';
 import { textOf } from './resolve.js';
@@ -73,7 +74,7 @@ export async function summariseTurns(model: ModelClient, previous: string | unde
   if (response.stopReason === 'error') return { ok: false, error: response.error?.message ?? 'the model call failed', usage: response.usage };
   const text = textOf(response.message).trim();
   if (text === '') return { ok: false, error: 'the model answered with an empty summary', usage: response.usage };
-  return { ok: true, text: text.length > SUMMARY_MAX_CHARS ? `${text.slice(0, SUMMARY_MAX_CHARS)}…` : text, usage: response.usage };
+  return { ok: true, text: clip(text, SUMMARY_MAX_CHARS), usage: response.usage };
 }
 
 /**
@@ -89,12 +90,12 @@ export function summaryTokens(summary: HistorySummary | undefined): number {
 }
 
 function renderMessage(m: ChatMessage): string {
-  const clip = (s: string) => (s.length > MESSAGE_CHARS ? `${s.slice(0, MESSAGE_CHARS)} […]` : s);
-  if (m.role === 'user') return `Person: ${clip(textOf(m))}`;
+  const cut = (s: string) => clip(s, MESSAGE_CHARS, ' […]');
+  if (m.role === 'user') return `Person: ${cut(textOf(m))}`;
   if (m.role === 'assistant') {
-    const calls = (m.tool_calls ?? []).map((c) => (c.type === 'function' ? `[you called ${c.function.name} ${clip(c.function.arguments)}]` : '')).filter(Boolean);
-    return [textOf(m) ? `You: ${clip(textOf(m))}` : '', ...calls].filter(Boolean).join('\n');
+    const calls = (m.tool_calls ?? []).map((c) => (c.type === 'function' ? `[you called ${c.function.name} ${cut(c.function.arguments)}]` : '')).filter(Boolean);
+    return [textOf(m) ? `You: ${cut(textOf(m))}` : '', ...calls].filter(Boolean).join('\n');
   }
-  if (m.role === 'tool') return `[tool result: ${clip(textOf(m))}]`;
+  if (m.role === 'tool') return `[tool result: ${cut(textOf(m))}]`;
   return '';
 }

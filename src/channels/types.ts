@@ -295,7 +295,6 @@ export interface OutboundContext {
 
 export interface ChannelModule {
   readonly name: string;
-  enabled(config: Config): boolean;
   inbound(ctx: GatewayContext): InboundChannel;
   outbound(ctx: OutboundContext): OutboundAdapter;
 }

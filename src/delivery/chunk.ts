@@ -4,6 +4,8 @@
  * A piece never ends inside a code block: an open fence is closed at the end of the piece and
  * reopened (with its language) at the start of the next, so every piece renders on its own.
  */
+import { cutAt } from '../lib/text.js';
+
 const CLOSE = '\n```';
 
 export function splitMessage(text: string, limit: number): string[] {
@@ -43,8 +45,7 @@ function bestCut(text: string, max: number): number {
     if (at >= floor) return at + sep.length;
   }
   // No separator in the second half: cut hard, but never between the halves of a surrogate pair.
-  const code = text.charCodeAt(max - 1);
-  return code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+  return cutAt(text, max).length;
 }
 
 /** The language of the code fence left open at the end of `text` ('' for none given), or null. */

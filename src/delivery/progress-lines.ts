@@ -1,10 +1,10 @@
 import type { AgentEvent } from '../agent/types.js';
+import { clip } from '../lib/text.js';
 
 const MAX_LINE = 300;
 
-function clip(text: string): string {
-  const one = text.trim().replace(/\s*\n\s*/g, ' ');
-  return one.length > MAX_LINE ? `${one.slice(0, MAX_LINE - 1)}…` : one;
+function oneLine(text: string): string {
+  return clip(text.trim().replace(/\s*\n\s*/g, ' '), MAX_LINE);
 }
 
 /**
@@ -14,9 +14,9 @@ function clip(text: string): string {
 export function progressLine(event: AgentEvent): string | null {
   switch (event.type) {
     case 'narration':
-      return event.text.trim() ? clip(event.text) : null;
+      return event.text.trim() ? oneLine(event.text) : null;
     case 'tool_end':
-      return `${event.ok ? '•' : '✗'} ${clip(event.summary)}`;
+      return `${event.ok ? '•' : '✗'} ${oneLine(event.summary)}`;
     case 'model_retry':
       return `• the model is busy; retrying in ${Math.max(1, Math.round(event.delayMs / 1000))} s`;
     default:

@@ -4,7 +4,7 @@ import { lookup } from 'mime-types';
 import { z } from 'zod';
 import { CAPTION_MAX_CHARS, type InboundMessage, type OutboundAdapter, type OutgoingFile } from '../channels/types.js';
 import { fsError } from '../tools/fs-errors.js';
-import { formatBytes } from '../tools/text.js';
+import { formatBytes } from '../lib/text.js';
 import { ToolError, type Tool } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
 

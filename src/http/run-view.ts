@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../agent/types.js';
+import { clip } from '../lib/text.js';
 import type { JournalEntry } from '../queue/journal.js';
 import type { RunRecord } from '../queue/run-record.js';
 import { escapeHtml as e, page } from './html.js';
@@ -24,7 +25,7 @@ function message(m: ChatMessage): string {
 /** One journal entry as a table row: its kind and the fields that say what happened. */
 function journalRow(entry: JournalEntry): string {
   const { t, ...rest } = entry;
-  const detail = JSON.stringify(rest, (key, value: unknown) => (key === 'content' && typeof value === 'string' && value.length > 300 ? `${value.slice(0, 300)}…` : value));
+  const detail = JSON.stringify(rest, (key, value: unknown) => (key === 'content' && typeof value === 'string' ? clip(value, 300) : value));
   return `<tr><td>${e(t)}</td><td><code>${e(detail)}</code></td></tr>`;
 }
 

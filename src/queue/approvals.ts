@@ -5,6 +5,7 @@ import type { ApprovalClicker, ChannelApprovals, ChannelDecideResult } from '../
 import type { ApprovalBinding } from '../agent/approval-binding.js';
 import { mayDecide, type ApprovalRule } from '../tools/policy.js';
 import type { SessionKeys } from './keys.js';
+import { byCode, defineScript, runScript } from './redis-scripts.js';
 import type { RunQueue } from './run-queue.js';
 
 /**
@@ -32,12 +33,18 @@ export interface ApprovalRecord extends ApprovalBinding {
 /** A click's result (channels/types.ts `ChannelDecideResult`, with the full record). */
 export type DecideResult = ChannelDecideResult<ApprovalRecord>;
 
-// KEYS: approval   ARGV: status, by, at → 1 decided, 0 it was not pending
-const DECIDE = `
+// Records the decision once: only a pending approval is decided.
+const DECIDE = defineScript({
+  name: 'sbDecide',
+  keys: ['approval'],
+  args: ['status', 'by', 'at'],
+  lua: `
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'by', ARGV[2], 'at', ARGV[3])
 return 1
-`;
+`,
+  decode: byCode({ 1: 'decided', 0: 'not_pending' }),
+});
 
 /** Approval records outlive their expiry by this much (for a late click's answer and the audit). */
 const KEEP_AFTER_EXPIRY_S = 24 * 3600;
@@ -48,17 +55,12 @@ const KEEP_AFTER_EXPIRY_S = 24 * 3600;
  * nothing) and wakes the job, which resumes the turn from its journal on any worker.
  */
 export class ApprovalDesk implements ChannelApprovals {
-  private readonly redis: Redis & { sbDecide?: (key: string, status: string, by: string, at: number) => Promise<number> };
-
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     private readonly keys: SessionKeys,
     private readonly queue: RunQueue,
     private readonly rule: ApprovalRule = { by: 'requester', approvers: [] },
-  ) {
-    this.redis = redis;
-    if (typeof this.redis.sbDecide !== 'function') redis.defineCommand('sbDecide', { numberOfKeys: 1, lua: DECIDE });
-  }
+  ) {}
 
   async open(request: Omit<ApprovalRecord, 'id' | 'status'>): Promise<ApprovalRecord> {
     // Short: it rides in Telegram's 64-byte callback data and Slack's and Discord's button ids.
@@ -123,7 +125,7 @@ export class ApprovalDesk implements ChannelApprovals {
 
   private async settle(record: ApprovalRecord, status: ApprovalRecord['status'], by: string): Promise<DecideResult> {
     const at = Date.now();
-    if ((await this.redis.sbDecide!(this.key(record.id), status, by, at)) === 0) {
+    if ((await runScript(this.redis, DECIDE, { keys: { approval: this.key(record.id) }, args: { status, by, at } })) === 'not_pending') {
       const now = await this.get(record.id);
       return now ? { kind: 'already', record: now } : { kind: 'unknown' };
     }

@@ -1,4 +1,5 @@
 import type { Attachment, InboundMessage, OutboundAdapter } from '../channels/types.js';
+import { formatDecimalBytes } from '../lib/text.js';
 import { FileExistsError, type Workspace } from '../tools/workspace.js';
 import type { Logger } from '../log.js';
 
@@ -43,7 +44,7 @@ export async function saveAttachments(
   const saved = new Map<Attachment, SavedAttachment>();
   for (const attachment of messages.flatMap((m) => m.attachments)) {
     if (attachment.size !== undefined && attachment.size > maxBytes) {
-      saved.set(attachment, { error: `larger than the ${Math.round(maxBytes / 1_000_000)} MB limit` });
+      saved.set(attachment, { error: `larger than the ${formatDecimalBytes(maxBytes)} limit` });
       continue;
     }
     if (!out.download) {

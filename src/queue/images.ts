@@ -1,5 +1,6 @@
 import { open, readFile } from 'node:fs/promises';
 import type { Attachment } from '../channels/types.js';
+import { formatDecimalBytes } from '../lib/text.js';
 import type { Logger } from '../log.js';
 import type { Workspace } from '../tools/workspace.js';
 import type { SavedAttachment } from './attachments.js';
@@ -42,7 +43,7 @@ export async function imagesOf(
       const { type, size } = await probe(abs);
       if (!type) continue;
       if (size > maxBytes) {
-        shown.set(attachment, { notShown: `an image over the ${formatMegabytes(maxBytes)} limit for pictures (IMAGE_MAX_BYTES)` });
+        shown.set(attachment, { notShown: `an image over the ${formatDecimalBytes(maxBytes)} limit for pictures (IMAGE_MAX_BYTES)` });
         continue;
       }
       const bytes = await readFile(abs);
@@ -64,8 +65,4 @@ async function probe(abs: string): Promise<{ type: ImageType | undefined; size: 
   } finally {
     await file.close();
   }
-}
-
-function formatMegabytes(n: number): string {
-  return `${Number((n / 1_000_000).toFixed(1))} MB`;
 }

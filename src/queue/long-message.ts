@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { InboundMessage } from '../channels/types.js';
+import { cutAt } from '../lib/text.js';
 import type { Logger } from '../log.js';
 import { ToolError } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
@@ -10,12 +11,6 @@ export type SavedText = { path: string } | { error: string };
 /** The same message always gets the same file, so a resumed turn finds what an earlier run wrote. */
 export function longMessagePath(message: InboundMessage): string {
   return `uploads/message-${createHash('sha256').update(message.id).digest('hex').slice(0, 12)}.txt`;
-}
-
-/** The first `max` characters, one fewer if the cut would split a surrogate pair. */
-export function beginning(text: string, max: number): string {
-  const code = text.charCodeAt(max - 1);
-  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }
 
 /** The line after the beginning of a long message: how long it was and where the rest is. */
@@ -37,7 +32,7 @@ export async function fitMessages(ws: Workspace, messages: readonly InboundMessa
       const saved = await saveText(ws, longMessagePath(m), m.text);
       if ('path' in saved) log.info({ message: m.id, chars: m.text.length, path: saved.path }, 'long message saved in the workspace');
       else log.warn({ message: m.id, chars: m.text.length, error: saved.error }, 'long message not saved; the model reads its beginning only');
-      const shown = beginning(m.text, maxChars);
+      const shown = cutAt(m.text, maxChars);
       return { ...m, text: `${shown}\n\n${longMessageNote(m.text.length, shown.length, saved)}` };
     }),
   );

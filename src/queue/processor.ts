@@ -69,9 +69,10 @@ export function createProcessor(deps: RunDeps): Processor {
     const turn = await takeTurn(ctx, claim.messages, journal);
     const messages = turn.taken.map((c) => c.message);
     deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
-    // Independent round trips go out together: the history read and the job's data and log.
+    // Independent round trips go out together: the history read, the turn's taken count (SESSION_QUEUE_MAX counts the rest), and the job's data and log.
     const storedHistory = readHistory(deps, session);
     await Promise.all([
+      ctx.store.take(turn.taken.length),
       job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
       job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
     ]);

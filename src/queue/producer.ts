@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import type { InboundMessage } from '../channels/types.js';
 import { sessionKeyOf } from '../channels/session-key.js';
 import { SessionKeys } from './keys.js';
-import { withSessionScripts, type ScriptedRedis } from './scripts.js';
+import { runScript } from './redis-scripts.js';
+import { ENQUEUE } from './scripts.js';
 import { addRunJob, type RunQueue } from './run-queue.js';
 import { forDisplay, jobName } from './job-data.js';
 
@@ -18,33 +19,31 @@ export type EnqueueResult = { status: 'queued'; session: string; position: numbe
  * where the reconciler finds it.
  */
 export class Producer {
-  private readonly redis: ScriptedRedis;
-
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     private readonly queue: RunQueue,
     private readonly keys: SessionKeys,
-  ) {
-    this.redis = withSessionScripts(redis);
-  }
+  ) {}
 
-  /** `maxWaiting`: refuse (status `full`) when the session already has this many messages waiting; 0 or absent: no cap. */
+  /**
+   * `maxWaiting`: refuse (status `full`) when the session already has this many messages waiting
+   * (the ones its running turn has taken do not count); 0 or absent: no cap.
+   */
   async enqueue(message: InboundMessage, maxWaiting = 0): Promise<EnqueueResult> {
     const session = sessionKeyOf(message);
     const k = this.keys;
-    const position = await this.redis.sbEnqueue(
-      k.seen(message.platform, message.eventId),
-      k.inbox(session),
-      k.pending,
-      // A lone UTF-16 surrogate (valid in JSON.stringify's output, refused by Redis' cjson) becomes U+FFFD here.
-      JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? value.toWellFormed() : value)),
-      SEEN_TTL_SECONDS,
-      session,
-      maxWaiting,
-    );
-    if (position === -2) return { status: 'full', session };
-    if (position < 0) return { status: 'duplicate', session };
+    const result = await runScript(this.redis, ENQUEUE, {
+      keys: { seen: k.seen(message.platform, message.eventId), inbox: k.inbox(session), pending: k.pending, taken: k.taken(session) },
+      args: {
+        // A lone UTF-16 surrogate (valid in JSON.stringify's output, refused by Redis' cjson) becomes U+FFFD here.
+        message: JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? value.toWellFormed() : value)),
+        seenTtl: SEEN_TTL_SECONDS,
+        session,
+        max: maxWaiting,
+      },
+    });
+    if (result.kind !== 'queued') return { status: result.kind, session };
     await addRunJob(this.queue, jobName(message), { v: 1, session, trigger: forDisplay(message) });
-    return { status: 'queued', session, position };
+    return { status: 'queued', session, position: result.length };
   }
 }

@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { AgentLimits, ModelClient } from '../agent/types.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import type { Logger } from '../log.js';
@@ -8,7 +9,6 @@ import type { ActiveRuns } from './active-runs.js';
 import type { RunJobData, RunResult } from './job-data.js';
 import type { SessionKeys } from './keys.js';
 import type { RunStore } from './run-record.js';
-import type { ScriptedRedis } from './scripts.js';
 import type { RunQueue } from './run-queue.js';
 import type { SessionStore } from './session-store.js';
 import type { ApprovalDesk } from './approvals.js';
@@ -19,7 +19,7 @@ import type { Workspace } from '../tools/workspace.js';
 import type { ScheduleBook } from '../schedules/schedule-book.js';
 
 export interface RunDeps {
-  redis: ScriptedRedis;
+  redis: Redis;
   queue: RunQueue;
   keys: SessionKeys;
   model: ModelClient;

@@ -97,7 +97,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
       journal,
       onEvent: (event) => {
         if (!stream?.onEvent(event)) progress.onEvent(event);
-        deps.metrics?.onAgentEvent(event);
+        deps.metrics?.onAgentEvent(event, tools);
         const entry = timelineEntry(event, Date.now() - ctx.started);
         if (entry) timeline.push(entry);
         const line = jobLogLine(event);

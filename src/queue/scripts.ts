@@ -1,38 +1,80 @@
-import type { Redis } from 'ioredis';
+import type { InboundMessage } from '../channels/types.js';
+import { defineScript, type Reply } from './redis-scripts.js';
+import type { ClaimedMessage } from './turn.js';
 
 /**
  * The session's state changes, each one Lua script so it is atomic with the checks it needs.
  * "Fenced" scripts first check that the caller still holds its BullMQ job lock (the token) and
  * owns the session: a worker that froze past its lock and woke up after its job moved elsewhere
- * cannot change anything. Each script's inputs and outputs are listed above it; session-store.ts
- * is the only caller and turns the result codes into typed results and errors.
+ * cannot change anything. Each script declares its keys and arguments by name and decodes its
+ * reply into a typed result here; session-store.ts is the only caller and turns a refusal into
+ * a FencedError.
  */
 
 /** Result codes of the fenced scripts (negative: refused). */
 export const FENCE = { lockLost: -1, notOwner: -2, headChanged: -3 } as const;
-/** The claim's codes besides a lock lost and a claimed turn (1): nothing to do, another live run owns the session. */
-export const CLAIMED = { empty: 0, busy: -2 } as const;
+export type FenceCode = (typeof FENCE)[keyof typeof FENCE];
+/** A fenced script refused to write: the caller must stop without another side effect. */
+export type Fenced = { kind: 'fenced'; code: FenceCode };
 
-// KEYS: seen, inbox, pending   ARGV: message JSON, seen TTL seconds, session key, most waiting messages (0: no cap)
-// → the inbox length, -1 (a duplicate event) or -2 (the inbox is full: not queued, not marked seen)
-const ENQUEUE = `
+/** A fenced script's integer reply: one of `codes` is a refusal, anything else not negative is `ok`'s. */
+function fenced<R>(ok: (n: number) => R, codes: readonly FenceCode[] = [FENCE.lockLost, FENCE.notOwner]) {
+  return (reply: Reply, unexpected: () => never): R | Fenced => {
+    if (typeof reply !== 'number') return unexpected();
+    if ((codes as readonly number[]).includes(reply)) return { kind: 'fenced', code: reply as FenceCode };
+    return reply >= 0 ? ok(reply) : unexpected();
+  };
+}
+
+export type Enqueued = { kind: 'queued'; length: number } | { kind: 'duplicate' | 'full' };
+
+// → the inbox length, -1 (a duplicate event) or -2 (full: `max` messages wait already; not queued,
+// not marked seen). Waiting messages are the inbox less the head the running turn has taken.
+export const ENQUEUE = defineScript({
+  name: 'sbEnqueue',
+  keys: ['seen', 'inbox', 'pending', 'taken'],
+  args: ['message', 'seenTtl', 'session', 'max'],
+  lua: `
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 local max = tonumber(ARGV[4])
-if max > 0 and redis.call('LLEN', KEYS[2]) >= max then return -2 end
+if max > 0 and redis.call('LLEN', KEYS[2]) - tonumber(redis.call('GET', KEYS[4]) or '0') >= max then return -2 end
 redis.call('SET', KEYS[1], '1', 'EX', ARGV[2])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[3])
 return redis.call('LLEN', KEYS[2])
-`;
+`,
+  decode: (reply, unexpected): Enqueued =>
+    reply === -1 ? { kind: 'duplicate' } : reply === -2 ? { kind: 'full' } : typeof reply === 'number' && reply > 0 ? { kind: 'queued', length: reply } : unexpected(),
+});
 
-// KEYS: lock, owner, inbox, claims, outbox, journal, unreadable   ARGV: token, jobId, jobKeyBase, foldMax
-// → {1, outbox, moved aside, #journal, journal entries..., (count, message)...} claimed · {0}
+export type Claim =
+  /** Another live run owns the session: this job leaves the inbox to it. */
+  | { kind: 'busy'; holder: string }
+  /** No waiting messages and no reply to deliver: the session was released. */
+  | { kind: 'empty'; unreadable: number }
+  | {
+      kind: 'claimed';
+      /** A reply an earlier run committed and did not confirm delivered (JSON, as committed). */
+      pendingReply?: string;
+      /** The session's journal: the unfinished turn's steps, or the pending reply's delivery. */
+      journal: string[];
+      /** The inbox head (up to foldMax), each with its crash count. */
+      messages: ClaimedMessage[];
+      /** Entries at the head no script could read, moved to the unreadable list by this claim. */
+      unreadable: number;
+    };
+
+// → {1, outbox, moved aside, #journal, journal entries..., (count, message)...} claimed · {0, moved aside}
 //   nothing to do (released) · {-1} lock lost · {-2, holder} another live run owns the session.
 // An inbox entry this script cannot decode (e.g. JSON with a lone UTF-16 surrogate) would fail
 // every claim of its session forever: at the head it is moved to the unreadable list, and a fold
 // stops before it. The crash counter counts runs that started at the same point: same head
 // message, same journal length. A run that made progress (journaled a step) resets it.
-const CLAIM = `
+export const CLAIM = defineScript({
+  name: 'sbClaim',
+  keys: ['lock', 'owner', 'inbox', 'claims', 'outbox', 'journal', 'unreadable'],
+  args: ['token', 'jobId', 'jobKeyBase', 'foldMax'],
+  lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-1} end
 local owner = redis.call('GET', KEYS[2])
 if owner and owner ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. owner .. ':lock') == 1 then
@@ -75,27 +117,55 @@ for i, m in ipairs(msgs) do
   result[#result + 1] = m
 end
 return result
-`;
+`,
+  decode: (r, unexpected): Claim | Fenced => {
+    if (!Array.isArray(r)) return unexpected();
+    const status = r[0];
+    if (status === FENCE.lockLost) return { kind: 'fenced', code: FENCE.lockLost };
+    if (status === -2) return { kind: 'busy', holder: String(r[1]) };
+    if (status === 0) return { kind: 'empty', unreadable: Number(r[1] ?? 0) };
+    if (status !== 1) return unexpected();
+    const outbox = String(r[1]);
+    const unreadable = Number(r[2]);
+    const journalLength = Number(r[3]);
+    const journal = r.slice(4, 4 + journalLength).map(String);
+    const messages: ClaimedMessage[] = [];
+    for (let i = 4 + journalLength; i < r.length; i += 2) {
+      const raw = String(r[i + 1]);
+      messages.push({ claims: Number(r[i]), raw, message: JSON.parse(raw) as InboundMessage });
+    }
+    return { kind: 'claimed', journal, messages, unreadable, ...(outbox && { pendingReply: outbox }) };
+  },
+});
 
-// KEYS: lock, owner, journal   ARGV: token, jobId, '1' to start it afresh, entries (JSON)...
-// → the journal's length, or -1 / -2 (fenced)
-const JOURNAL = `
+// Appends the entries (after emptying the journal when `fresh` is '1'). → the journal's length.
+export const JOURNAL = defineScript({
+  name: 'sbJournal',
+  keys: ['lock', 'owner', 'journal'],
+  args: ['token', 'jobId', 'fresh'],
+  lists: ['entries'],
+  lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
 if ARGV[3] == '1' then redis.call('DEL', KEYS[3]) end
 for i = 4, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
 return redis.call('LLEN', KEYS[3])
-`;
+`,
+  decode: fenced((length) => ({ kind: 'written' as const, length })),
+});
 
-// KEYS: lock, owner, inbox, history, last, outbox, claims, pending, journal, history count, history summary
-// ARGV: token, jobId, historyMode ('append' | 'reset' | 'keep'), historyEntry, historyMax,
-//       lastJson, outboxJson, session, n, ids (n)..., raw messages (n)...
-// Removes the n messages the run took (they must still be the inbox head), records the turn and
-// the reply to deliver, and closes the turn's journal (delivery starts a new one), in one step.
-// The session stays in the pending set until its reply is settled, so the reconciler also finds
-// a committed reply whose job failed for good.
+// `historyMode`: 'append' | 'reset' | 'keep'; `count`: how many messages the run took (`ids` and
+// `raws` list them, in inbox order). Removes them (they must still be the inbox head), records
+// the turn and the reply to deliver, and closes the turn's journal (delivery starts a new one),
+// in one step. The session stays in the pending set until its reply is settled, so the
+// reconciler also finds a committed reply whose job failed for good.
 // → the messages left, or -1 / -2 (fenced), -3 the inbox head changed (someone else committed it).
-const COMMIT = `
+export const COMMIT = defineScript({
+  name: 'sbCommit',
+  keys: ['lock', 'owner', 'inbox', 'history', 'last', 'outbox', 'claims', 'pending', 'journal', 'historyCount', 'historySummary', 'taken'],
+  args: ['token', 'jobId', 'historyMode', 'historyEntry', 'historyMax', 'last', 'outbox', 'session', 'count'],
+  lists: ['ids', 'raws'],
+  lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
 local n = tonumber(ARGV[9])
@@ -105,6 +175,7 @@ for i = 1, n do
   if head[i] ~= ARGV[9 + n + i] then return -3 end
 end
 redis.call('LTRIM', KEYS[3], n, -1)
+redis.call('DEL', KEYS[12])
 for i = 1, n do redis.call('HDEL', KEYS[7], ARGV[9 + i], ARGV[9 + i] .. '@') end
 if ARGV[3] == 'reset' then redis.call('DEL', KEYS[4], KEYS[10], KEYS[11]) end
 if ARGV[3] == 'append' then
@@ -121,12 +192,18 @@ redis.call('DEL', KEYS[9])
 local left = redis.call('LLEN', KEYS[3])
 if left == 0 then redis.call('DEL', KEYS[7]) end
 return left
-`;
+`,
+  decode: fenced((left) => ({ kind: 'committed' as const, left }), [FENCE.lockLost, FENCE.notOwner, FENCE.headChanged]),
+});
 
-// KEYS: lock, owner, outbox, journal, inbox, pending   ARGV: token, jobId, delivered outbox JSON ('' for none), '1' to give the session up, session
+// `delivered`: the outbox JSON delivered ('' for none); `release`: '1' to give the session up.
 // Clears the outbox entry that was delivered (only that one) with its delivery journal and, when
 // asked, the ownership; a session with nothing left to do leaves the pending set. → 1, or -1 / -2 (fenced)
-const SETTLE = `
+export const SETTLE = defineScript({
+  name: 'sbSettle',
+  keys: ['lock', 'owner', 'outbox', 'journal', 'inbox', 'pending'],
+  args: ['token', 'jobId', 'delivered', 'release', 'session'],
+  lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
 if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) == ARGV[3] then
@@ -138,37 +215,20 @@ if ARGV[4] == '1' then
   if redis.call('LLEN', KEYS[5]) == 0 and redis.call('EXISTS', KEYS[3]) == 0 then redis.call('SREM', KEYS[6], ARGV[5]) end
 end
 return 1
-`;
+`,
+  decode: fenced(() => ({ kind: 'settled' as const })),
+});
 
-// KEYS: lock, owner, key   ARGV: token, jobId, value → 1, or -1 / -2 (fenced)
-// A session key only the run holding the session writes (the history summary).
-const FENCED_SET = `
+// A session key only the run holding the session writes (the history summary, the turn's taken count). → 1, or -1 / -2 (fenced)
+export const FENCED_SET = defineScript({
+  name: 'sbFencedSet',
+  keys: ['lock', 'owner', 'key'],
+  args: ['token', 'jobId', 'value'],
+  lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
 redis.call('SET', KEYS[3], ARGV[3])
 return 1
-`;
-
-export interface SessionScripts {
-  sbEnqueue(seen: string, inbox: string, pending: string, message: string, ttl: number, session: string, max: number): Promise<number>;
-  sbClaim(...args: (string | number)[]): Promise<(string | number)[]>;
-  sbJournal(...args: string[]): Promise<number>;
-  sbCommit(...args: (string | number)[]): Promise<number>;
-  sbFencedSet(...args: string[]): Promise<number>;
-  sbSettle(...args: string[]): Promise<number>;
-}
-
-export type ScriptedRedis = Redis & SessionScripts;
-
-/** Defines the scripts on a connection (idempotent per connection). */
-export function withSessionScripts(redis: Redis): ScriptedRedis {
-  const r = redis as ScriptedRedis;
-  if (typeof r.sbJournal === 'function') return r;
-  redis.defineCommand('sbEnqueue', { numberOfKeys: 3, lua: ENQUEUE });
-  redis.defineCommand('sbClaim', { numberOfKeys: 7, lua: CLAIM });
-  redis.defineCommand('sbJournal', { numberOfKeys: 3, lua: JOURNAL });
-  redis.defineCommand('sbCommit', { numberOfKeys: 11, lua: COMMIT });
-  redis.defineCommand('sbFencedSet', { numberOfKeys: 3, lua: FENCED_SET });
-  redis.defineCommand('sbSettle', { numberOfKeys: 6, lua: SETTLE });
-  return r;
-}
+`,
+  decode: fenced(() => ({ kind: 'set' as const })),
+});

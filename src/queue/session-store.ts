@@ -1,8 +1,11 @@
 import { RunSuspended } from '../agent/suspend.js';
-import type { InboundMessage } from '../channels/types.js';
+import type { Redis } from 'ioredis';
 import type { SessionKeys } from './keys.js';
-import { CLAIMED, FENCE, type ScriptedRedis } from './scripts.js';
+import { runScript } from './redis-scripts.js';
+import { CLAIM, COMMIT, FENCE, FENCED_SET, JOURNAL, SETTLE, type Claim, type Fenced } from './scripts.js';
 import type { ClaimedMessage } from './turn.js';
+
+export type { Claim } from './scripts.js';
 
 /** The run refused to go on because another process now holds its job or session. */
 export class FencedError extends RunSuspended {
@@ -11,23 +14,6 @@ export class FencedError extends RunSuspended {
     super('fenced', `${what} refused: ${code === FENCE.lockLost ? 'the job lock was lost' : code === FENCE.notOwner ? 'another run took the session over' : 'the inbox head changed'}`);
   }
 }
-
-export type Claim =
-  /** Another live run owns the session: this job leaves the inbox to it. */
-  | { kind: 'busy'; holder: string }
-  /** No waiting messages and no reply to deliver: the session was released. */
-  | { kind: 'empty'; unreadable: number }
-  | {
-      kind: 'claimed';
-      /** A reply an earlier run committed and did not confirm delivered (JSON, as committed). */
-      pendingReply?: string;
-      /** The session's journal: the unfinished turn's steps, or the pending reply's delivery. */
-      journal: string[];
-      /** The inbox head (up to foldMax), each with its crash count. */
-      messages: ClaimedMessage[];
-      /** Entries at the head no script could read, moved to the unreadable list by this claim. */
-      unreadable: number;
-    };
 
 export interface TurnCommit {
   taken: readonly ClaimedMessage[];
@@ -44,7 +30,7 @@ export interface TurnCommit {
  */
 export class SessionStore {
   constructor(
-    private readonly redis: ScriptedRedis,
+    private readonly redis: Redis,
     private readonly keys: SessionKeys,
     readonly session: string,
     private readonly fence: { jobId: string; token: string },
@@ -53,56 +39,69 @@ export class SessionStore {
   async claim(foldMax: number): Promise<Claim> {
     const k = this.keys;
     const s = this.session;
-    const r = await this.redis.sbClaim(this.lock, k.owner(s), k.inbox(s), k.claims(s), k.outbox(s), k.journal(s), k.unreadable, this.fence.token, this.fence.jobId, k.jobBase, foldMax);
-    const status = Number(r[0]);
-    if (status === FENCE.lockLost) throw new FencedError('claim', status);
-    if (status === CLAIMED.busy) return { kind: 'busy', holder: String(r[1]) };
-    if (status === CLAIMED.empty) return { kind: 'empty', unreadable: Number(r[1] ?? 0) };
-    const outbox = String(r[1]);
-    const unreadable = Number(r[2]);
-    const journalLength = Number(r[3]);
-    const journal = r.slice(4, 4 + journalLength).map(String);
-    const messages: ClaimedMessage[] = [];
-    for (let i = 4 + journalLength; i < r.length; i += 2) {
-      const raw = String(r[i + 1]);
-      messages.push({ claims: Number(r[i]), raw, message: JSON.parse(raw) as InboundMessage });
-    }
-    return { kind: 'claimed', journal, messages, unreadable, ...(outbox && { pendingReply: outbox }) };
+    return this.fenced('claim', await runScript(this.redis, CLAIM, {
+      keys: { lock: this.lock, owner: k.owner(s), inbox: k.inbox(s), claims: k.claims(s), outbox: k.outbox(s), journal: k.journal(s), unreadable: k.unreadable },
+      args: { ...this.fence, jobKeyBase: k.jobBase, foldMax },
+    }));
   }
 
   /** Appends entries (JSON) to the session's journal; `fresh` drops what it held first. */
   async journal(entries: readonly string[], fresh = false): Promise<void> {
     if (entries.length === 0 && !fresh) return;
-    const k = this.keys;
-    const code = await this.redis.sbJournal(this.lock, k.owner(this.session), k.journal(this.session), this.fence.token, this.fence.jobId, fresh ? '1' : '0', ...entries);
-    if (code < 0) throw new FencedError('journal write', code);
+    this.fenced('journal write', await runScript(this.redis, JOURNAL, {
+      keys: { lock: this.lock, owner: this.keys.owner(this.session), journal: this.keys.journal(this.session) },
+      args: { ...this.fence, fresh: fresh ? '1' : '0', entries },
+    }));
+  }
+
+  /**
+   * Records how many messages at the inbox head this run's turn has taken (the fold policy's
+   * choice): SESSION_QUEUE_MAX counts only the messages behind them. The commit clears it.
+   */
+  async take(count: number): Promise<void> {
+    await this.set('taken count write', this.keys.taken(this.session), String(count));
   }
 
   /** Consumes the turn's messages, records history, status and the reply to deliver. Returns how many messages are left. */
   async commit(c: TurnCommit): Promise<number> {
     const k = this.keys;
     const s = this.session;
-    const ids = c.taken.map((m) => m.message.id);
-    const left = await this.redis.sbCommit(
-      this.lock, k.owner(s), k.inbox(s), k.history(s), k.last(s), k.outbox(s), k.claims(s), k.pending, k.journal(s), k.historyCount(s), k.historySummary(s),
-      this.fence.token, this.fence.jobId, c.history.mode, c.history.entry, c.historyMax, c.last, c.outbox, s, ids.length, ...ids, ...c.taken.map((m) => m.raw),
-    );
-    if (left < 0) throw new FencedError('commit', left);
-    return left;
+    const done = this.fenced('commit', await runScript(this.redis, COMMIT, {
+      keys: {
+        lock: this.lock, owner: k.owner(s), inbox: k.inbox(s), history: k.history(s), last: k.last(s), outbox: k.outbox(s), claims: k.claims(s),
+        pending: k.pending, journal: k.journal(s), historyCount: k.historyCount(s), historySummary: k.historySummary(s), taken: k.taken(s),
+      },
+      args: {
+        ...this.fence, historyMode: c.history.mode, historyEntry: c.history.entry, historyMax: c.historyMax, last: c.last, outbox: c.outbox, session: s,
+        count: c.taken.length, ids: c.taken.map((m) => m.message.id), raws: c.taken.map((m) => m.raw),
+      },
+    }));
+    return done.left;
   }
 
   /** Stores the history summary (JSON) while this run holds the session. */
   async saveSummary(json: string): Promise<void> {
-    const code = await this.redis.sbFencedSet(this.lock, this.keys.owner(this.session), this.keys.historySummary(this.session), this.fence.token, this.fence.jobId, json);
-    if (code < 0) throw new FencedError('history summary write', code);
+    await this.set('history summary write', this.keys.historySummary(this.session), json);
   }
 
   /** Clears the delivered reply (`delivered`: its outbox JSON, '' for none) and, with `release`, gives the session up. */
   async settle(delivered: string, release: boolean): Promise<void> {
     const k = this.keys;
     const s = this.session;
-    const code = await this.redis.sbSettle(this.lock, k.owner(s), k.outbox(s), k.journal(s), k.inbox(s), k.pending, this.fence.token, this.fence.jobId, delivered, release ? '1' : '0', s);
-    if (code < 0) throw new FencedError('settle', code);
+    this.fenced('settle', await runScript(this.redis, SETTLE, {
+      keys: { lock: this.lock, owner: k.owner(s), outbox: k.outbox(s), journal: k.journal(s), inbox: k.inbox(s), pending: k.pending },
+      args: { ...this.fence, delivered, release: release ? '1' : '0', session: s },
+    }));
+  }
+
+  private async set(what: string, key: string, value: string): Promise<void> {
+    this.fenced(what, await runScript(this.redis, FENCED_SET, { keys: { lock: this.lock, owner: this.keys.owner(this.session), key }, args: { ...this.fence, value } }));
+  }
+
+  /** A script's result, or its refusal thrown as a FencedError. */
+  private fenced<R extends { kind: string }>(what: string, result: R | Fenced): Exclude<R, Fenced> {
+    if (result.kind === 'fenced') throw new FencedError(what, (result as Fenced).code);
+    return result as Exclude<R, Fenced>;
   }
 
   private get lock(): string {

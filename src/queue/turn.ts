@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../agent/types.js';
+import { formatBytes } from '../lib/text.js';
 import type { Attachment, InboundMessage, ScheduledMark } from '../channels/types.js';
 import type { SavedAttachment } from './attachments.js';
 import type { ShownImage } from './images.js';
@@ -45,10 +46,6 @@ export function selectTurn(claimed: ClaimedMessage[]): Turn {
 
 function sameSender(a: InboundMessage, b: InboundMessage): boolean {
   return a.platform === b.platform && a.sender.id === b.sender.id;
-}
-
-function formatBytes(n: number): string {
-  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
 /**

@@ -10,7 +10,6 @@ import type { Logger } from '../log.js';
 import { connectRedis } from '../queue/connection.js';
 import { SessionKeys } from '../queue/keys.js';
 import { createRunQueue } from '../queue/run-queue.js';
-import { withSessionScripts } from '../queue/scripts.js';
 import { startRunWorker } from '../queue/worker.js';
 import { RunStore } from '../queue/run-record.js';
 import { ApprovalDesk } from '../queue/approvals.js';
@@ -54,7 +53,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
       return createOpenAIModel({ apiKey: m.apiKey, model: m.name, stream: m.stream, timeoutMs: m.timeoutMs, ...(m.baseURL && { baseURL: m.baseURL }) });
     })();
   const exec = await execOptions(config, log);
-  const redis = withSessionScripts(connectRedis(redisUrl, 'switchboard-worker-state', log));
+  const redis = connectRedis(redisUrl, 'switchboard-worker-state', log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const toolServers = await startToolServers(config, redis, log);
   const queue = createRunQueue(config.queue, redis, log);

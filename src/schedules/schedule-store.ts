@@ -1,6 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { InboundMessage } from '../channels/types.js';
+import { RedisKeys } from '../queue/keys.js';
+import { byCode, defineScript, runScript } from '../queue/redis-scripts.js';
 import type { ScheduleSpec } from './when.js';
 
 /** Firings in a row that failed before a schedule is paused (and its maker told, once). */
@@ -40,9 +42,12 @@ export interface Schedule extends ScheduleDefinition {
   lastOutcome?: string;
 }
 
-// KEYS: schedule hash, all ids, the session's ids, the owner's ids   ARGV: id, definition JSON, most schedules per owner
-// → 1 created · {-1, count} the owner has the most already · -2 the id is taken (pick another)
-const CREATE = `
+// → {1} created · {-1, count} the owner has `max` already · {-2} the id is taken (pick another)
+const CREATE = defineScript({
+  name: 'sbScheduleCreate',
+  keys: ['schedule', 'all', 'session', 'owner'],
+  args: ['id', 'definition', 'max'],
+  lua: `
 local count = redis.call('SCARD', KEYS[4])
 if count >= tonumber(ARGV[3]) then return {-1, count} end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-2} end
@@ -51,12 +56,23 @@ redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('SADD', KEYS[4], ARGV[1])
 return {1}
-`;
+`,
+  decode: (reply, unexpected): { kind: 'created' } | { kind: 'limit'; count: number } | { kind: 'taken' } => {
+    const [code, count] = Array.isArray(reply) ? reply : [];
+    if (code === 1) return { kind: 'created' };
+    if (code === -1 && typeof count === 'number') return { kind: 'limit', count };
+    return code === -2 ? { kind: 'taken' } : unexpected();
+  },
+});
 
-// KEYS: schedule hash   ARGV: firing id, 'ok' / 'failed' / 'neutral' (a person stopped it: the count stays), outcome, at, failures that pause it
+// `verdict`: 'ok' / 'failed' / 'neutral' (a person stopped it: the count stays); `pauseAfter`: failures in a row that pause it.
 // → 0 no such schedule or this firing was already counted · 1 counted · 2 counted, and it is paused now
 // (only the run that crosses the threshold gets 2: the maker is told once).
-const OUTCOME = `
+const OUTCOME = defineScript({
+  name: 'sbScheduleOutcome',
+  keys: ['schedule'],
+  args: ['firing', 'verdict', 'outcome', 'at', 'pauseAfter'],
+  lua: `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HGET', KEYS[1], 'lastFiring') == ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'lastFiring', ARGV[1], 'lastOutcome', ARGV[3], 'lastOutcomeAt', ARGV[4])
@@ -71,10 +87,16 @@ if failures >= tonumber(ARGV[5]) and redis.call('HGET', KEYS[1], 'state') == 'ac
   return 2
 end
 return 1
-`;
+`,
+  decode: byCode({ 0: 'none', 1: 'counted', 2: 'paused' }),
+});
 
-// KEYS: schedule hash   ARGV: new state, pausedBy ('' when active)  → 0 no such schedule · 1 changed · 2 already so
-const SET_STATE = `
+// `pausedBy`: '' when active. → 0 no such schedule · 1 changed · 2 already so
+const SET_STATE = defineScript({
+  name: 'sbScheduleState',
+  keys: ['schedule'],
+  args: ['state', 'pausedBy'],
+  lua: `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local was = redis.call('HGET', KEYS[1], 'state')
 if ARGV[1] == 'active' then
@@ -85,13 +107,9 @@ else
 end
 if was == ARGV[1] then return 2 end
 return 1
-`;
-
-type Scripted = Redis & {
-  sbScheduleCreate(k1: string, k2: string, k3: string, k4: string, id: string, def: string, max: number): Promise<number[]>;
-  sbScheduleOutcome(k1: string, firing: string, verdict: Verdict, outcome: string, at: number, pauseAfter: number): Promise<number>;
-  sbScheduleState(k1: string, state: ScheduleState, pausedBy: string): Promise<number>;
-};
+`,
+  decode: byCode({ 0: 0, 1: 1, 2: 2 }),
+});
 
 /** Whether a firing counts toward pausing its schedule. */
 export type Verdict = 'ok' | 'failed' | 'neutral';
@@ -109,31 +127,26 @@ export function newScheduleId(): string {
  * is BullMQ's job scheduler of the same id (schedule-book.ts keeps the two together).
  */
 export class ScheduleStore {
-  private readonly redis: Scripted;
+  private readonly keys: RedisKeys;
 
   constructor(
-    redis: Redis,
-    private readonly prefix: string,
+    private readonly redis: Redis,
+    prefix: string,
   ) {
-    this.redis = redis as Scripted;
-    if (typeof this.redis.sbScheduleCreate !== 'function') {
-      redis.defineCommand('sbScheduleCreate', { numberOfKeys: 4, lua: CREATE });
-      redis.defineCommand('sbScheduleOutcome', { numberOfKeys: 1, lua: OUTCOME });
-      redis.defineCommand('sbScheduleState', { numberOfKeys: 1, lua: SET_STATE });
-    }
+    this.keys = new RedisKeys(prefix);
   }
 
   private key(id: string): string {
-    return `${this.prefix}:schedule:${id}`;
+    return this.keys.schedule(id);
   }
   private get allKey(): string {
-    return `${this.prefix}:schedules`;
+    return this.keys.schedules;
   }
   private sessionKey(session: string): string {
-    return `${this.prefix}:s:${session}:schedules`;
+    return this.keys.sessionSchedules(session);
   }
   private ownerKey(owner: string): string {
-    return `${this.prefix}:schedules:owner:${owner}`;
+    return this.keys.ownerSchedules(owner);
   }
 
   /** Stores a new schedule unless its owner already has `max` (the check and the add are one script). */
@@ -141,9 +154,12 @@ export class ScheduleStore {
     for (;;) {
       const id = newScheduleId();
       const full: ScheduleDefinition = { ...def, id };
-      const [code, count] = await this.redis.sbScheduleCreate(this.key(id), this.allKey, this.sessionKey(def.session), this.ownerKey(def.owner), id, JSON.stringify(full), max);
-      if (code === -1) return { kind: 'limit', count: count ?? max };
-      if (code === 1) return { kind: 'created', schedule: { ...full, state: 'active', failures: 0, firings: 0 } };
+      const result = await runScript(this.redis, CREATE, {
+        keys: { schedule: this.key(id), all: this.allKey, session: this.sessionKey(def.session), owner: this.ownerKey(def.owner) },
+        args: { id, definition: JSON.stringify(full), max },
+      });
+      if (result.kind === 'limit') return result;
+      if (result.kind === 'created') return { kind: 'created', schedule: { ...full, state: 'active', failures: 0, firings: 0 } };
     }
   }
 
@@ -186,7 +202,7 @@ export class ScheduleStore {
 
   /** 0: no such schedule · 1: changed · 2: it already was in that state. */
   async setState(id: string, state: ScheduleState, pausedBy?: 'failures' | 'operator'): Promise<0 | 1 | 2> {
-    return (await this.redis.sbScheduleState(this.key(id), state, pausedBy ?? '')) as 0 | 1 | 2;
+    return runScript(this.redis, SET_STATE, { keys: { schedule: this.key(id) }, args: { state, pausedBy: pausedBy ?? '' } });
   }
 
   /** One more firing happened (counted when it is enqueued). */
@@ -200,8 +216,7 @@ export class ScheduleStore {
    * that re-delivers a reply after a crash reports again). `paused`: this report paused it.
    */
   async outcome(id: string, firing: string, verdict: Verdict, outcome: string, at: number): Promise<'none' | 'counted' | 'paused'> {
-    const code = await this.redis.sbScheduleOutcome(this.key(id), firing, verdict, outcome, at, PAUSE_AFTER_FAILURES);
-    return code === 2 ? 'paused' : code === 1 ? 'counted' : 'none';
+    return runScript(this.redis, OUTCOME, { keys: { schedule: this.key(id) }, args: { firing, verdict, outcome, at, pauseAfter: PAUSE_AFTER_FAILURES } });
   }
 }
 

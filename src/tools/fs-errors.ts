@@ -1,5 +1,6 @@
 import { stat, readFile } from 'node:fs/promises';
-import { formatBytes, looksBinary } from './text.js';
+import { formatBytes } from '../lib/text.js';
+import { looksBinary } from './text.js';
 import { ToolError } from './types.js';
 import { errnoCode } from './workspace.js';
 

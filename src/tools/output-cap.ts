@@ -1,4 +1,4 @@
-import { formatBytes } from './text.js';
+import { formatBytes } from '../lib/text.js';
 
 /** A command's output shown to the model at most: its head and its tail, half each. */
 export const OUTPUT_CAP_BYTES = 30_000;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { readTextFile } from './fs-errors.js';
-import { formatBytes, splitLines } from './text.js';
+import { formatBytes } from '../lib/text.js';
+import { splitLines } from './text.js';
 import { ToolError, type Tool } from './types.js';
 import type { Workspace } from './workspace.js';
 

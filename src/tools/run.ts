@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { clip, formatBytes } from './text.js';
+import { clip, formatBytes } from '../lib/text.js';
 import { ToolError, type Tool, type ToolResult } from './types.js';
 
 /** Final safety cap on a result's content, whatever a tool returns. */

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { runSearch } from './search-worker.js';
 import { fsError } from './fs-errors.js';
-import { formatBytes } from './text.js';
+import { formatBytes } from '../lib/text.js';
 import { ToolError, type Tool } from './types.js';
 import { walk } from './walk.js';
 import type { Workspace } from './workspace.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fsError } from './fs-errors.js';
-import { formatBytes } from './text.js';
+import { formatBytes } from '../lib/text.js';
 import { ToolError, type Tool } from './types.js';
 import type { Workspace } from './workspace.js';
 

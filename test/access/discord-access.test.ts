@@ -132,7 +132,7 @@ describe('discord DM pairing (DM_POLICY=pairing)', () => {
     // An act-at-once command is refused the same way (the code, not the status).
     const status = fake.slash({ name: 'status', channel: dmAlice });
     await waitFor('the /status reply', () => status.callbackType !== undefined, 10_000);
-    expect(status).toMatchObject({ callbackType: 4, callbackFlags: 64 });
+    expect(status).toMatchObject({ callbackType: 4, callbackFlags: 64 | 4 });
     expect(codeIn(status.callbackContent)).toBe(code);
 
     // Then a plain DM: still the same code, one request stored.

@@ -19,6 +19,8 @@ import {
 export const BOT_TOKEN = 'fake-bot-token.not-secret';
 const LOADING = 1 << 7;
 const EPHEMERAL = 1 << 6;
+/** Discord makes no link embeds for a message with this flag. */
+const SUPPRESS_EMBEDS = 1 << 2;
 /** A component interaction must be answered within 3 s, or Discord forgets it (10062 Unknown interaction). */
 const COMPONENT_DEADLINE_MS = 3_000;
 const MESSAGE_CONTENT_INTENT = 1 << 15;
@@ -68,6 +70,12 @@ export interface FakeMessage {
   author: UserObject;
   content: string;
   flags: number;
+  /**
+   * Its SUPPRESS_EMBEDS flag as it stands (kept apart from `flags`): set by the flags it was made
+   * with, set or unset by an edit that carries `flags` ("only SUPPRESS_EMBEDS can be set/unset").
+   * Without it Discord fetches every link in the content for an embed.
+   */
+  embedsSuppressed: boolean;
   /** Every content it had, first to last. */
   history: string[];
   pings: string[];
@@ -237,7 +245,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       attachments: m.attachments.map(({ bytes: _bytes, ...a }) => a),
       embeds: [],
       pinned: false,
-      flags: m.flags,
+      flags: m.flags | (m.embedsSuppressed ? SUPPRESS_EMBEDS : 0),
       components: m.components,
       ...(m.nonce !== undefined && { nonce: m.nonce }),
       ...(m.message_reference && { message_reference: { type: 0, message_id: m.message_reference.message_id, channel_id: m.channel_id, ...(ch?.guild && { guild_id: ids.guild }) } }),
@@ -275,6 +283,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       author: bot,
       content,
       flags,
+      embedsSuppressed: (Number(body?.flags ?? 0) & SUPPRESS_EMBEDS) !== 0,
       history: [content],
       pings: pingsOf(content, allowed, repliedAuthor),
       components: structuredClone(components),
@@ -323,6 +332,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       m.history.push(body.content);
       m.pings = pingsOf(body.content, body.allowed_mentions, undefined);
     }
+    if (body?.flags !== undefined && body.flags !== null) m.embedsSuppressed = (Number(body.flags) & SUPPRESS_EMBEDS) !== 0;
     m.flags &= ~LOADING;
     return undefined;
   }
@@ -772,7 +782,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       const mentioned = [...o.content.matchAll(/<@!?(\d+)>/g)].map((x) => users.get(x[1]!)).filter((u): u is UserObject => !!u);
       if (target && !mentioned.some((u) => u.id === target.author.id)) mentioned.push(target.author);
       const m: FakeMessage = {
-        id: snowflake(), channel_id: o.channel, author, content: o.content, flags: 0, history: [o.content], pings: [],
+        id: snowflake(), channel_id: o.channel, author, content: o.content, flags: 0, embedsSuppressed: false, history: [o.content], pings: [],
         components: [], shownCustomIds: [], attachments: [], via: 'user', deleted: false, createdAt: Date.now(),
         ...(target && { message_reference: { message_id: target.id, channel_id: o.channel } }),
       };

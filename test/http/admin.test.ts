@@ -21,7 +21,7 @@ function metricValue(text: string, name: string, labels = ''): number {
 
 describe('admin surface without ADMIN_TOKEN', () => {
   let stack: Stack;
-  beforeAll(async () => (stack = await startStack('noadmin', {})));
+  beforeAll(async () => (stack = await startStack('noadmin', { ADMIN_TOKEN: '' })));
   afterAll(async () => stack?.close());
 
   it('refuses the dashboard, the API, the run view and the metrics', async () => {

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { beginning, fitMessages, longMessagePath } from '../../src/queue/long-message.js';
+import { fitMessages, longMessagePath } from '../../src/queue/long-message.js';
 import { terminalMessage } from '../../src/channels/terminal/inbound.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import { createLogger } from '../../src/log.js';
@@ -55,8 +55,10 @@ describe('a message over MESSAGE_MAX_CHARS', () => {
     expect(fitted!.text).not.toContain(root);
   });
 
-  it('is never cut inside a surrogate pair', () => {
-    expect(beginning(`${'a'.repeat(9)}😀b`, 10)).toBe('a'.repeat(9));
-    expect(beginning(`${'a'.repeat(8)}😀b`, 10)).toBe(`${'a'.repeat(8)}😀`);
+  it('is never cut inside a surrogate pair', async () => {
+    const [split, whole] = await fitMessages(ws, [terminalMessage('s', `${'a'.repeat(9)}😀b`, 'ada'), terminalMessage('s', `${'a'.repeat(8)}😀b`, 'ada')], 10, log);
+    expect(split!.text.startsWith(`${'a'.repeat(9)}\n\n[This message was 12 characters long`)).toBe(true);
+    expect(split!.text).toContain('above are its first 9 characters');
+    expect(whole!.text.startsWith(`${'a'.repeat(8)}😀\n\n[`)).toBe(true);
   });
 });

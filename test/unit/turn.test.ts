@@ -128,7 +128,7 @@ describe('toUserMessage', () => {
       '- notes.txt (512 B)',
       '- zero.bin (0 B)',
       '- edge.bin (1023 B)',
-      '- one-k.bin (1.0 KB)',
+      '- one-k.bin (1 KB)',
       '- photo.jpg (1.5 KB)',
       '- video.mp4 (5.5 MB)',
       '- unknown.dat',
@@ -138,6 +138,6 @@ describe('toUserMessage', () => {
   it('lists attachments even when the text is empty', () => {
     const p = parts(message('a', '', { attachments: [{ name: 'report.pdf', ref: 'f', size: 2048 }] }));
     expect(p.text).toBe('');
-    expect(p.files).toEqual(['- report.pdf (2.0 KB)']);
+    expect(p.files).toEqual(['- report.pdf (2 KB)']);
   });
 });

@@ -1,5 +1,6 @@
 import type { ApprovalCard, ApprovalOutcome } from '../types.js';
 import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
+import { clip, cutAt } from '../../lib/text.js';
 import { approvalCustomId } from './approval-data.js';
 import { MESSAGE_LIMIT } from './ids.js';
 
@@ -35,12 +36,11 @@ function unfence(code: string): string {
 }
 
 /** At most `room` characters: the head of `text` and how much was left out. */
-function clip(text: string, room: number): string {
+function clipCode(text: string, room: number): string {
   if (text.length <= room) return text;
   const note = (n: number) => `\n… (${n} more characters)`;
-  let cut = Math.max(0, room - note(text.length).length);
-  if (cut > 0 && /[\uD800-\uDBFF]/.test(text[cut - 1]!)) cut--;
-  return `${text.slice(0, cut)}${note(text.length - cut)}`;
+  const shown = cutAt(text, Math.max(0, room - note(text.length).length));
+  return `${shown}${note(text.length - shown.length)}`;
 }
 
 /**
@@ -51,7 +51,7 @@ export function cardText(card: ApprovalCard): string {
   const { label, code } = cardSubject(card);
   const head = `**${label}**\n\`\`\`\n`;
   const tail = `\n\`\`\`\n${escapeMarkdown(cardFooter(card))}`;
-  return `${head}${clip(unfence(code), MESSAGE_LIMIT - DECISION_ROOM - head.length - tail.length)}${tail}`;
+  return `${head}${clipCode(unfence(code), MESSAGE_LIMIT - DECISION_ROOM - head.length - tail.length)}${tail}`;
 }
 
 /** The decided card: the same text and the decision, in bold. */
@@ -59,7 +59,7 @@ export function decidedText(card: ApprovalCard, outcome: ApprovalOutcome): strin
   // Clipped before escaping: escaped, it still fits the room kept for it.
   const line = decisionLine(outcome);
   const room = Math.floor((DECISION_ROOM - 8) / 2);
-  const shown = line.length > room ? `${line.slice(0, room - 1)}…` : line;
+  const shown = clip(line, room);
   return `${cardText(card)}\n\n**${escapeMarkdown(shown)}**`;
 }
 

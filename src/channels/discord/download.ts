@@ -1,4 +1,5 @@
 import { readCapped } from '../../delivery/read-capped.js';
+import { formatDecimalBytes } from '../../lib/text.js';
 import type { Attachment } from '../types.js';
 
 /** Where Discord serves attachments. The REST host (DISCORD_API_URL) is added by the module. */
@@ -22,5 +23,5 @@ export async function downloadAttachment(attachment: Attachment, maxBytes: numbe
     await res.body?.cancel().catch(() => undefined);
     throw new Error(`download failed: HTTP ${res.status}`);
   }
-  return readCapped(res, maxBytes, () => new Error(`larger than the ${maxBytes}-byte limit`));
+  return readCapped(res, maxBytes, () => new Error(`larger than the ${formatDecimalBytes(maxBytes)} limit`));
 }

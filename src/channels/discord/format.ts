@@ -1,3 +1,4 @@
+import { clip } from '../../lib/text.js';
 import { MESSAGE_LIMIT } from './ids.js';
 
 /**
@@ -63,5 +64,5 @@ export function fitStatus(text: string, limit = MESSAGE_LIMIT): string {
   const lines = text.trim().split('\n');
   while (lines.length > 1 && lines.join('\n').length > limit) lines.shift();
   const fitted = lines.join('\n');
-  return fitted.length > limit ? `${fitted.slice(0, limit - 1)}…` : fitted;
+  return clip(fitted, limit);
 }

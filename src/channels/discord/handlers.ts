@@ -76,7 +76,7 @@ export class DiscordHandlers {
       }
     } catch (err) {
       log.error({ err: safeError(err), eventId: view.id, command: view.name }, 'slash command failed');
-      if (interaction.deferred) await interaction.editReply({ content: QUEUE_FAILED, allowedMentions: { parse: [] } }).catch(() => undefined);
+      if (interaction.deferred) await interaction.editReply({ content: QUEUE_FAILED, allowedMentions: { parse: [] }, flags: MessageFlags.SuppressEmbeds }).catch(() => undefined);
       else if (!interaction.replied) await ephemeral(interaction, QUEUE_FAILED).catch(() => undefined);
     }
   }
@@ -104,7 +104,7 @@ export class DiscordHandlers {
     if (result.kind === 'decided') {
       const { record } = result;
       const outcome = { decision: record.status as 'approved' | 'denied', by: record.by ?? view.user.name, at: record.at ?? Date.now() };
-      return void (await interaction.update({ content: decidedText(cardOf(record), outcome), components: [], allowedMentions: { parse: [] } }));
+      return void (await interaction.update({ content: decidedText(cardOf(record), outcome), components: [], allowedMentions: { parse: [] }, flags: MessageFlags.SuppressEmbeds }));
     }
     await ephemeral(interaction, refusalText(result));
   }
@@ -135,10 +135,16 @@ export class DiscordHandlers {
   /** A refusal is for the person who asked only: the deferred (public) answer goes, an ephemeral one says why. */
   private async refused(interaction: ChatInputCommandInteraction, reply: string | undefined): Promise<void> {
     await interaction.deleteReply().catch((err: unknown) => this.deps.log.warn({ err: safeError(err) }, 'could not remove the deferred answer'));
-    if (reply !== undefined) await interaction.followUp({ content: reply, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    if (reply !== undefined) await interaction.followUp({ content: reply, flags: QUIET, allowedMentions: { parse: [] } });
   }
 }
 
+/**
+ * The gateway's own answers (refusals, command replies, the decided card) never embed links
+ * (../link-previews.ts: they are not the model's answers; the card shows a call's arguments).
+ */
+const QUIET = MessageFlags.Ephemeral | MessageFlags.SuppressEmbeds;
+
 function ephemeral(interaction: ChatInputCommandInteraction | ButtonInteraction, content: string): Promise<unknown> {
-  return interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+  return interaction.reply({ content, flags: QUIET, allowedMentions: { parse: [] } });
 }

@@ -21,7 +21,7 @@ function outboundFor(config: Config, redis: Redis, log: Logger): { rest: Discord
   const rest = new DiscordRest({ token: d.token, apiUrl: d.apiUrl });
   // Attachments come from Discord's CDN, or from the REST host itself when DISCORD_API_URL points at a proxy.
   const downloadHosts = [...CDN_HOSTS, ...(d.apiUrl ? [new URL(d.apiUrl).host] : [])];
-  return { rest, out: new DiscordOutbound({ rest, log, downloadHosts, redis, prefix: config.queue.prefix }) };
+  return { rest, out: new DiscordOutbound({ rest, log, downloadHosts, redis, prefix: config.queue.prefix, linkPreviews: config.linkPreviews }) };
 }
 
 /**
@@ -30,7 +30,6 @@ function outboundFor(config: Config, redis: Redis, log: Logger): { rest: Discord
  */
 export const discordChannel = {
   name: 'discord',
-  enabled: (config: Config): boolean => config.channels.discord !== undefined,
   inbound(ctx: GatewayContext): DiscordGateway {
     const d = settings(ctx.config);
     const { rest, out } = outboundFor(ctx.config, ctx.redis, ctx.log);

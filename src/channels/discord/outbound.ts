@@ -12,9 +12,12 @@ import { DiscordApiError, DiscordRateLimitError, discordWriteFailure, interactio
 import { fitStatus, toDiscordMarkdown } from './format.js';
 import { cardNonce, interactionKey, interactionOf, MESSAGE_LIMIT, ORIGINAL, pieceNonce, tokenAlive, UPLOAD_MAX_BYTES, uploadNonce, type InteractionRef } from './ids.js';
 import type { DiscordRest, RequestOptions, UploadPart } from './rest.js';
+import { previewsAllowed, type PreviewKind } from '../link-previews.js';
 import { finalLayout, isStreamedId, parseStreamed, postedId, STREAM_INTERVAL_MS, StreamPacing, streamedId, streamLayout, streamNonce, type StreamedMessage } from './stream.js';
 
 const EPHEMERAL = 1 << 6;
+/** Message flag: Discord makes no embeds of the links in the message (it fetches every link it embeds). */
+export const SUPPRESS_EMBEDS = 1 << 2;
 /** A deferred response that still shows "is thinking…". */
 const LOADING = 1 << 7;
 /** Megabytes over a slow link take longer than the client's JSON timeout. */
@@ -83,6 +86,8 @@ export interface DiscordOutboundOptions {
   redis?: Redis;
   prefix?: string;
   now?: () => number;
+  /** LINK_PREVIEWS: answers may show link embeds (default: no message does; see ../link-previews.ts). */
+  linkPreviews?: boolean;
 }
 
 /**
@@ -103,6 +108,7 @@ export class DiscordOutbound implements OutboundAdapter {
   private readonly redis: Redis | undefined;
   private readonly prefix: string;
   private readonly now: () => number;
+  private readonly linkPreviews: boolean;
   /** Interactions whose webhook refused a call: not tried again (their messages go to the channel). */
   private readonly gone = new Set<string>();
   /**
@@ -119,6 +125,7 @@ export class DiscordOutbound implements OutboundAdapter {
     this.redis = options.redis;
     this.prefix = options.prefix ?? '';
     this.now = options.now ?? Date.now;
+    this.linkPreviews = options.linkPreviews ?? false;
     this.pacing = new StreamPacing(this.now);
   }
 
@@ -141,14 +148,14 @@ export class DiscordOutbound implements OutboundAdapter {
    */
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
     const content = fitStatus(text);
-    if (isStreamedId(messageId)) return this.editStreamed(to, parseStreamed(messageId), content, false);
+    if (isStreamedId(messageId)) return this.editStreamed(to, parseStreamed(messageId), content, false, 'status');
     if (messageId === ORIGINAL) {
       const ref = interactionOf(to);
       // A deferred response that shows a streamed answer keeps it: progress is not written over the model's words.
-      if (ref && this.usable(ref) && !this.heldOriginal.has(ref.id)) await this.hook(ref, () => this.editOriginal(ref, content));
+      if (ref && this.usable(ref) && !this.heldOriginal.has(ref.id)) await this.hook(ref, () => this.editOriginal(ref, content, 'status'));
       return;
     }
-    await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content, allowed_mentions: NO_PINGS } });
+    await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content, allowed_mentions: NO_PINGS, ...this.edited('status') } });
   }
 
   /**
@@ -226,7 +233,7 @@ export class DiscordOutbound implements OutboundAdapter {
         const m = streamed[i];
         if (m) {
           try {
-            await this.editStreamed(to, m, content, names);
+            await this.editStreamed(to, m, content, names, 'answer');
             return postedId(m);
           } catch (err) {
             // Someone deleted the streamed message: the piece is posted anew.
@@ -254,7 +261,7 @@ export class DiscordOutbound implements OutboundAdapter {
    * posted. It pings no one.
    */
   async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
-    const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true, ...quietReply(to) };
+    const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true, ...quietReply(to), ...this.created('card') };
     const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
     return posted.id;
   }
@@ -267,7 +274,7 @@ export class DiscordOutbound implements OutboundAdapter {
    */
   async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
     try {
-      await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content: decidedText(card, outcome), components: [], allowed_mentions: NO_PINGS } });
+      await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content: decidedText(card, outcome), components: [], allowed_mentions: NO_PINGS, ...this.edited('card') } });
     } catch (err) {
       if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
     }
@@ -310,7 +317,7 @@ export class DiscordOutbound implements OutboundAdapter {
       if (!raw) continue;
       const ref = JSON.parse(raw) as InteractionRef;
       if (!this.usable(ref)) continue;
-      await this.hook(ref, () => this.editOriginal(ref, foldedNote(outcome))).catch((err: unknown) => this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not point a folded slash command at its answer'));
+      await this.hook(ref, () => this.editOriginal(ref, foldedNote(outcome), 'answer')).catch((err: unknown) => this.log.warn({ err: safeError(err), eventId: ref.id }, 'could not point a folded slash command at its answer'));
     }
     if (outcome.messageIds.length > 0) await this.redis.del(...outcome.messageIds.map((id) => interactionKey(this.prefix, id)));
   }
@@ -332,13 +339,36 @@ export class DiscordOutbound implements OutboundAdapter {
     }
   }
 
-  private editOriginal(ref: InteractionRef, content: string, write: WriteOptions = {}): Promise<Posted> {
-    return this.rest.request<Posted>('PATCH', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, body: { content, allowed_mentions: NO_PINGS }, ...write });
+  /**
+   * The flags of a message made with content (see ../link-previews.ts): SUPPRESS_EMBEDS unless it
+   * may embed, with the message's other flags (`others`, e.g. EPHEMERAL). Every message create
+   * (channel messages, follow-ups, files) takes them from here.
+   */
+  private created(kind: PreviewKind, others = 0): { flags?: number } {
+    const flags = others | this.embedFlag(kind);
+    return flags ? { flags } : {};
   }
 
-  private followUp(ref: InteractionRef, content: string, flags = 0, write: WriteOptions = {}): Promise<Posted> {
+  /**
+   * The flags of an edit with content: SUPPRESS_EMBEDS set, or unset where an answer may embed
+   * (an answer written over a status line in the deferred response would keep its flag). Edits
+   * can change only this flag, so no other is lost. Every edit with content takes it from here.
+   */
+  private edited(kind: PreviewKind): { flags: number } {
+    return { flags: this.embedFlag(kind) };
+  }
+
+  private embedFlag(kind: PreviewKind): number {
+    return previewsAllowed(this.linkPreviews, kind) ? 0 : SUPPRESS_EMBEDS;
+  }
+
+  private editOriginal(ref: InteractionRef, content: string, kind: PreviewKind, write: WriteOptions = {}): Promise<Posted> {
+    return this.rest.request<Posted>('PATCH', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...this.edited(kind) }, ...write });
+  }
+
+  private followUp(ref: InteractionRef, content: string, kind: PreviewKind, flags = 0, write: WriteOptions = {}): Promise<Posted> {
     // Not idempotent: a follow-up whose response was lost is not sent again (only a 429 is retried).
-    return this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...(flags && { flags }) }, ...write });
+    return this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...this.created(kind, flags) }, ...write });
   }
 
   /** An edit or deletion of one of the interaction's follow-ups; a deleted follow-up is FollowUpGone, not the interaction gone. */
@@ -377,7 +407,7 @@ export class DiscordOutbound implements OutboundAdapter {
     for (const [i, content] of want.entries()) {
       const id = shown.ids[i];
       if (id !== undefined) {
-        if (shown.texts[i] !== content) await this.editStreamed(to, parseStreamed(id), content, i === 0 && where.names, STREAM_WRITE);
+        if (shown.texts[i] !== content) await this.editStreamed(to, parseStreamed(id), content, i === 0 && where.names, 'answer', STREAM_WRITE);
         shown.texts[i] = content;
         continue;
       }
@@ -403,12 +433,12 @@ export class DiscordOutbound implements OutboundAdapter {
   private async postStreamed(to: InboundMessage, content: string, p: StreamPost): Promise<StreamedMessage> {
     const ref = interactionOf(to);
     if (!p.inChannel && ref && this.usable(ref)) {
-      const made = await this.hook(ref, () => (p.original ? this.editOriginal(ref, content, p.write) : this.followUp(ref, content, 0, p.write)));
+      const made = await this.hook(ref, () => (p.original ? this.editOriginal(ref, content, 'answer', p.write) : this.followUp(ref, content, 'answer', 0, p.write)));
       if (made && p.original) this.heldOriginal.add(ref.id);
       if (made) return { where: p.original ? 'original' : 'followup', id: made.id };
       if (p.original) throw new InteractionGoneAt(p.index);
     }
-    const body: Record<string, unknown> = { content, allowed_mentions: NO_PINGS, nonce: streamNonce(to, p.first, p.index), enforce_nonce: true, ...(p.index === 0 && p.inChannel && firstPlacement(to, 'answer', p.names)) };
+    const body: Record<string, unknown> = { content, allowed_mentions: NO_PINGS, nonce: streamNonce(to, p.first, p.index), enforce_nonce: true, ...(p.index === 0 && p.inChannel && firstPlacement(to, 'answer', p.names)), ...this.created('answer') };
     const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true, ...p.write });
     return { where: 'channel', id: posted.id };
   }
@@ -418,16 +448,16 @@ export class DiscordOutbound implements OutboundAdapter {
    * that its (non-ephemeral) messages are still the bot's own in the channel, edited by their id.
    * A deferred response whose id was never learnt cannot be reached then, and is skipped as `edit` skips it.
    */
-  private async editStreamed(to: InboundMessage, m: StreamedMessage, content: string, names: boolean, write: WriteOptions = {}): Promise<void> {
+  private async editStreamed(to: InboundMessage, m: StreamedMessage, content: string, names: boolean, kind: PreviewKind, write: WriteOptions = {}): Promise<void> {
     const ref = interactionOf(to);
     if (m.where !== 'channel' && ref && this.usable(ref)) {
-      const body = { content, allowed_mentions: NO_PINGS };
-      const done = await this.hook<unknown>(ref, () => (m.where === 'original' ? this.editOriginal(ref, content, write) : this.followUpCall(ref, 'PATCH', m.id!, { body, ...write })));
+      const body = { content, allowed_mentions: NO_PINGS, ...this.edited(kind) };
+      const done = await this.hook<unknown>(ref, () => (m.where === 'original' ? this.editOriginal(ref, content, kind, write) : this.followUpCall(ref, 'PATCH', m.id!, { body, ...write })));
       if (done) return;
     }
     if (!m.id) return;
     const allowed = names && ref ? { parse: [], users: [ref.userId] } : NO_PINGS;
-    await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${m.id}`, { body: { content, allowed_mentions: allowed }, ...write });
+    await this.rest.request('PATCH', `/channels/${to.conversation}/messages/${m.id}`, { body: { content, allowed_mentions: allowed, ...this.edited(kind) }, ...write });
   }
 
   /** Deletes a streamed message where it is; one already gone is fine. */
@@ -463,11 +493,11 @@ export class DiscordOutbound implements OutboundAdapter {
   private async postToInteraction(ref: InteractionRef, to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger): Promise<string[] | null> {
     // The deferred response shows a streamed step's text: it stays, and what comes now follows it.
     const held = this.heldOriginal.has(ref.id);
-    if (kind === 'status') return held || (await this.hook(ref, () => this.editOriginal(ref, fitStatus(text)))) ? [ORIGINAL] : null;
+    if (kind === 'status') return held || (await this.hook(ref, () => this.editOriginal(ref, fitStatus(text), 'status'))) ? [ORIGINAL] : null;
     if (kind === 'notice') {
       // Only the user who ran the command sees a failure line; the deferred response goes away.
       const pieces = splitMessage(text, MESSAGE_LIMIT);
-      const ids = await this.interactionPieces(ref, pieces, ledger, false, (piece) => this.followUp(ref, piece, EPHEMERAL));
+      const ids = await this.interactionPieces(ref, pieces, ledger, false, (piece) => this.followUp(ref, piece, 'answer', EPHEMERAL));
       if (ids.gone === 0) return null;
       if (held) return ids.posted;
       await this.hook(ref, () => this.rest.request('DELETE', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false })).catch((err: unknown) =>
@@ -476,7 +506,7 @@ export class DiscordOutbound implements OutboundAdapter {
       return ids.posted;
     }
     const pieces = splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT);
-    const sent = await this.interactionPieces(ref, pieces, ledger, !held, (piece, i) => (i === 0 && !held ? this.editOriginal(ref, piece) : this.followUp(ref, piece)));
+    const sent = await this.interactionPieces(ref, pieces, ledger, !held, (piece, i) => (i === 0 && !held ? this.editOriginal(ref, piece, 'answer') : this.followUp(ref, piece, 'answer')));
     if (sent.gone === 0) return null;
     if (sent.gone === undefined) return sent.posted;
     return [...sent.posted, ...(await this.channelPieces(to, pieces.slice(sent.gone), kind, ledger, sent.gone))];
@@ -520,7 +550,7 @@ export class DiscordOutbound implements OutboundAdapter {
     if (!(await this.hook(ref, () => this.settleDeferred(ref, file, signal)))) return null;
     // Not idempotent, like any follow-up: one whose response was lost is not sent again (only a 429 is retried).
     const posted = await this.hook(ref, () =>
-      this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: fileMessage(file), files: [part], timeoutMs: UPLOAD_TIMEOUT_MS, signal }),
+      this.rest.request<Posted>('POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { ...fileMessage(file), ...this.created('answer') }, files: [part], timeoutMs: UPLOAD_TIMEOUT_MS, signal }),
     );
     return posted?.id ?? null;
   }
@@ -532,13 +562,13 @@ export class DiscordOutbound implements OutboundAdapter {
    */
   private async settleDeferred(ref: InteractionRef, file: OutgoingFile, signal: AbortSignal): Promise<true> {
     const original = await this.rest.request<{ flags?: number }>('GET', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, signal });
-    if ((original.flags ?? 0) & LOADING) await this.editOriginal(ref, fitStatus(`• sending ${file.name}`));
+    if ((original.flags ?? 0) & LOADING) await this.editOriginal(ref, fitStatus(`• sending ${file.name}`), 'status');
     return true;
   }
 
   /** With enforce_nonce a resent upload (a lost response, a 5xx) returns the message already made. */
   private async uploadToChannel(to: InboundMessage, file: OutgoingFile, part: UploadPart, signal: AbortSignal): Promise<string> {
-    const body = { ...fileMessage(file), nonce: uploadNonce(), enforce_nonce: true, ...quietReply(to) };
+    const body = { ...fileMessage(file), nonce: uploadNonce(), enforce_nonce: true, ...quietReply(to), ...this.created('answer') };
     const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, files: [part], idempotent: true, timeoutMs: UPLOAD_TIMEOUT_MS, signal });
     return posted.id;
   }
@@ -562,7 +592,7 @@ export class DiscordOutbound implements OutboundAdapter {
       resendable: () => true,
       send: async (piece, i) => {
         const first = i === 0;
-        const body: Record<string, unknown> = { content: first ? `${mention}${piece}` : piece, allowed_mentions: NO_PINGS, nonce: pieceNonce(to, kind, i), enforce_nonce: true, ...(first && firstPlacement(to, kind, mention !== '')) };
+        const body: Record<string, unknown> = { content: first ? `${mention}${piece}` : piece, allowed_mentions: NO_PINGS, nonce: pieceNonce(to, kind, i), enforce_nonce: true, ...(first && firstPlacement(to, kind, mention !== '')), ...this.created(kind === 'status' ? 'status' : 'answer') };
         const posted = await this.rest.request<Posted>('POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
         return posted.id;
       },

@@ -1,4 +1,5 @@
 import { readCapped } from '../../delivery/read-capped.js';
+import { formatDecimalBytes } from '../../lib/text.js';
 import type { Attachment } from '../types.js';
 
 /** The bot token is sent only to Slack's file hosts, or to the Web API's own origin (GovSlack, a proxy, a test fake). */
@@ -23,5 +24,5 @@ export async function downloadSlackFile(attachment: Attachment, token: string, a
     await res.body.cancel();
     throw new Error('Slack sent its sign-in page instead of the file: the app needs the files:read scope (reinstall it after adding the scope)');
   }
-  return readCapped(res, maxBytes, () => new Error(`larger than the ${maxBytes} byte limit`));
+  return readCapped(res, maxBytes, () => new Error(`larger than the ${formatDecimalBytes(maxBytes)} limit`));
 }

@@ -1,5 +1,6 @@
 import slackifyMarkdown from 'slackify-markdown';
 import { splitMessage } from '../../delivery/chunk.js';
+import { clip } from '../../lib/text.js';
 
 /**
  * Markdown → Slack mrkdwn, split below Slack's limits. Slack accepts up to 40,000 characters
@@ -74,7 +75,7 @@ export function slackPieces(markdown: string, limit = PIECE_LIMIT, markdownLimit
 /** Progress lines as a status message: plain text, escaped, clipped. */
 export function statusText(text: string): string {
   const escaped = text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  return escaped.length > STATUS_LIMIT ? `${escaped.slice(0, STATUS_LIMIT - 1)}…` : escaped;
+  return clip(escaped, STATUS_LIMIT);
 }
 
 /** Plain text (a user's question) escaped for mrkdwn. */

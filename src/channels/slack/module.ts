@@ -1,4 +1,3 @@
-import type { Config } from '../../config/config.js';
 import { SlackGateway } from './gateway.js';
 import type { ChannelModule, GatewayContext, OutboundContext } from '../types.js';
 import { SlackOutbound } from './outbound.js';
@@ -9,11 +8,10 @@ import { SlackOutbound } from './outbound.js';
  */
 export const slackChannel = {
   name: 'slack',
-  enabled: (config: Config): boolean => config.channels.slack !== undefined,
   inbound: (ctx: GatewayContext): SlackGateway => new SlackGateway(ctx),
   outbound(ctx: OutboundContext): SlackOutbound {
     const slack = ctx.config.channels.slack;
     if (!slack) throw new Error('the slack channel needs SLACK_BOT_TOKEN');
-    return new SlackOutbound({ token: slack.botToken, apiUrl: slack.apiUrl, redis: ctx.redis, prefix: ctx.config.queue.prefix, log: ctx.log });
+    return new SlackOutbound({ token: slack.botToken, apiUrl: slack.apiUrl, redis: ctx.redis, prefix: ctx.config.queue.prefix, log: ctx.log, linkPreviews: ctx.config.linkPreviews });
   },
 } satisfies ChannelModule;

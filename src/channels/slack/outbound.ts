@@ -3,6 +3,7 @@ import type { Logger as SlackLogger, WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { clip } from '../../lib/text.js';
 import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure, type CallOptions } from './api.js';
 import { cardMessage, decidedMessage } from './approval-card.js';
 import { downloadSlackFile } from './download.js';
@@ -11,6 +12,7 @@ import { escapePlain, slackPieces, statusText } from './format.js';
 import { engagedThreadKey, isDirect, parseMessageKey } from './ids.js';
 import { SLACK_UPLOAD_MAX_BYTES, uploadArguments, uploadedFileId, uploadTransport } from './upload.js';
 import { SlackStreams, STREAM_INTERVAL_MS } from './stream.js';
+import { previewsAllowed, type PreviewKind } from '../link-previews.js';
 
 export interface SlackOutboundOptions {
   token: string;
@@ -19,6 +21,8 @@ export interface SlackOutboundOptions {
   /** Hash-tagged prefix for the channel's Redis keys. */
   prefix: string;
   log: Logger;
+  /** LINK_PREVIEWS: answers may unfurl (default: no message does; see ../link-previews.ts). */
+  linkPreviews?: boolean;
 }
 
 /** Reactions on the user's message: received and working, then how the run ended. */
@@ -53,13 +57,13 @@ export class SlackOutbound implements OutboundAdapter {
     this.sdkLog = slackLogger(options.log);
     this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
     // Stream writes never wait: one try, and a 429 leaves the text for the next write.
-    this.streams = new SlackStreams(this.client, options.log, (to, text) => this.postOne(to, text, false, { attempts: 1 }));
+    this.streams = new SlackStreams(this.client, options.log, (to, text) => this.postOne(to, text, 'answer', { attempts: 1 }), options.linkPreviews === true);
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
-    if (kind === 'status') return [await this.postOne(to, statusText(text), true)];
+    if (kind === 'status') return [await this.postOne(to, statusText(text), 'status')];
     const pieces = answerPieces(to, text);
-    const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.postOne(to, piece, false) });
+    const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.postOne(to, piece, 'answer') });
     if (kind === 'answer') await this.markAnswered(to);
     this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
     return ids;
@@ -95,7 +99,7 @@ export class SlackOutbound implements OutboundAdapter {
       resendable: (i) => i < streamed.length,
       send: async (piece, i) => {
         const id = streamed[i];
-        if (id === undefined) return this.postOne(to, piece, false);
+        if (id === undefined) return this.postOne(to, piece, 'answer');
         await this.streams.replace(to, id, piece);
         return id;
       },
@@ -166,7 +170,7 @@ export class SlackOutbound implements OutboundAdapter {
     const { text, blocks } = cardMessage(card);
     const res = await slackCall(
       'chat.postMessage',
-      () => this.client.chat.postMessage({ channel: to.conversation, text, blocks, unfurl_links: false, unfurl_media: false, ...(to.thread !== undefined && { thread_ts: to.thread }) }),
+      () => this.client.chat.postMessage({ channel: to.conversation, text, blocks, ...this.unfurls('card'), ...(to.thread !== undefined && { thread_ts: to.thread }) }),
       { idempotent: false },
     );
     if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
@@ -225,7 +229,16 @@ export class SlackOutbound implements OutboundAdapter {
       .catch((err: unknown) => this.options.log.warn({ err }, 'could not mark the thread as answered'));
   }
 
-  private async postOne(to: InboundMessage, text: string, status: boolean, call: Partial<CallOptions> = {}): Promise<string> {
+  /**
+   * Every chat.postMessage takes its unfurl setting from here (see ../link-previews.ts). Slack
+   * decides unfurls when a message is posted: chat.update, chat.postEphemeral and the streaming
+   * methods (chat.startStream / appendStream / stopStream) take no unfurl arguments.
+   */
+  private unfurls(kind: PreviewKind): { unfurl_links?: false; unfurl_media?: false } {
+    return previewsAllowed(this.options.linkPreviews, kind) ? {} : { unfurl_links: false, unfurl_media: false };
+  }
+
+  private async postOne(to: InboundMessage, text: string, kind: PreviewKind, call: Partial<CallOptions> = {}): Promise<string> {
     const res = await slackCall(
       'chat.postMessage',
       () =>
@@ -233,7 +246,7 @@ export class SlackOutbound implements OutboundAdapter {
           channel: to.conversation,
           text,
           ...(to.thread !== undefined && { thread_ts: to.thread }),
-          ...(status && { unfurl_links: false, unfurl_media: false }),
+          ...this.unfurls(kind),
         }),
       { ...call, idempotent: false },
     );
@@ -279,6 +292,5 @@ function askedPrefix(to: InboundMessage): string {
 
 /** The first line of an /ask answer: the question is not visible in the channel otherwise. */
 function askedLine(user: string, question: string): string {
-  const clipped = question.length > QUESTION_PREVIEW ? `${question.slice(0, QUESTION_PREVIEW - 1)}…` : question;
-  return `<@${user}> asked: ${escapePlain(clipped.replace(/\s+/g, ' '))}`;
+  return `<@${user}> asked: ${escapePlain(clip(question, QUESTION_PREVIEW).replace(/\s+/g, ' '))}`;
 }

@@ -1,4 +1,5 @@
 import { sleep } from '../../lib/sleep.js';
+import { cutAt } from '../../lib/text.js';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { InboundMessage, StreamShown } from '../types.js';
@@ -71,6 +72,12 @@ export class SlackStreams {
     private readonly log: Logger,
     /** Posts a message where the answer goes (chat.postMessage, one try); returns its ts. */
     private readonly postNow: (to: InboundMessage, text: string) => Promise<string>,
+    /**
+     * Native streams allowed (LINK_PREVIEWS=1 only): chat.startStream takes no unfurl arguments,
+     * so a link in a streamed answer could be fetched for a preview; a message posted with unfurls
+     * off and then rewritten (chat.update) never unfurls.
+     */
+    private readonly native = true,
   ) {}
 
   /**
@@ -234,7 +241,7 @@ export class SlackStreams {
    * answer that starts with the /ask line is a plain message.
    */
   private streamThread(to: InboundMessage, lead: string): string | undefined {
-    if (this.unavailable || lead || to.thread === undefined || this.noStream.has(to.conversation)) return undefined;
+    if (!this.native || this.unavailable || lead || to.thread === undefined || this.noStream.has(to.conversation)) return undefined;
     if (!isDirect(to.conversation) && recipient(to).recipient_team_id === undefined) return undefined;
     return to.thread;
   }
@@ -361,6 +368,5 @@ function cutPoint(text: string, limit: number): number {
     const at = window.lastIndexOf(sep);
     if (at >= Math.floor(fits / 2)) return at + sep.length;
   }
-  const code = text.charCodeAt(fits - 1);
-  return code >= 0xd800 && code <= 0xdbff ? fits - 1 : fits;
+  return cutAt(text, fits).length;
 }

@@ -4,16 +4,15 @@ import type { Api } from 'grammy';
 import { GrammyError } from 'grammy';
 import { grammySignal, withTelegramRetries } from './errors.js';
 import { readCapped } from '../../delivery/read-capped.js';
+import { formatDecimalBytes } from '../../lib/text.js';
 
 /** Telegram's cloud Bot API hands out files up to 20 MB (getFile); a local Bot API server has no such cap. */
 export const CLOUD_DOWNLOAD_LIMIT = 20_000_000;
 
-const size = (bytes: number) => (bytes >= 1_000_000 ? `${Math.round(bytes / 1_000_000)} MB` : bytes >= 1_000 ? `${Math.round(bytes / 1_000)} KB` : `${bytes} bytes`);
-
 export class FileTooLargeError extends Error {
   override readonly name = 'FileTooLargeError';
   constructor(readonly limit: number) {
-    super(`larger than the ${size(limit)} limit`);
+    super(`larger than the ${formatDecimalBytes(limit)} limit`);
   }
 }
 

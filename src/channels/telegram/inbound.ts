@@ -1,4 +1,5 @@
 import type { Message, MessageEntity } from 'grammy/types';
+import { formatDecimalBytes } from '../../lib/text.js';
 import { COMMANDS } from '../commands.js';
 import type { Attachment, InboundMessage } from '../types.js';
 import { eventIdOf, META_CHAT_TYPE, PLATFORM } from './ids.js';
@@ -94,12 +95,12 @@ export function normaliseMessage(msg: Message, options: NormaliseOptions): Norma
 
   const tooLarge = message.attachments.filter((a) => a.size !== undefined && a.size > options.maxBytes);
   if (tooLarge.length > 0) {
-    const names = tooLarge.map((a) => `${a.name} (${formatMb(a.size!)})`).join(', ');
+    const names = tooLarge.map((a) => `${a.name} (${formatDecimalBytes(a.size!)})`).join(', ');
     return {
       kind: 'refuse',
       reason: 'too_large',
       message,
-      reply: `Sorry, I can't take ${names}: files over ${formatMb(options.maxBytes)} are too large for me. Please send a smaller file, or paste the part you need.`,
+      reply: `Sorry, I can't take ${names}: files over ${formatDecimalBytes(options.maxBytes)} are too large for me. Please send a smaller file, or paste the part you need.`,
     };
   }
   if (message.text === '' && message.attachments.length === 0) {
@@ -163,9 +164,4 @@ function attachmentsOf(msg: Message): Attachment[] {
   if (msg.voice) add(msg.voice.file_id, `voice-${n}.ogg`, msg.voice.file_size, msg.voice.mime_type);
   if (msg.video) add(msg.video.file_id, msg.video.file_name ?? `video-${n}.mp4`, msg.video.file_size, msg.video.mime_type);
   return files;
-}
-
-function formatMb(bytes: number): string {
-  const mb = bytes / 1_000_000;
-  return `${mb >= 10 ? Math.round(mb) : mb.toFixed(1)} MB`;
 }

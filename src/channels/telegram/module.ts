@@ -26,13 +26,12 @@ function outboundFor(config: Config, log: Logger): TelegramOutbound {
   const apiRoot = apiRootOf(settings);
   const api = new Api(settings.token, { apiRoot });
   api.config.use(redactNetworkErrors);
-  return new TelegramOutbound(api, { token: settings.token, apiRoot, log, drafts: settings.drafts });
+  return new TelegramOutbound(api, { token: settings.token, apiRoot, log, drafts: settings.drafts, linkPreviews: config.linkPreviews });
 }
 
 /** The Telegram channel (grammY). Registered in src/channels/registry.ts. */
 export const telegramModule = {
   name: PLATFORM,
-  enabled: (config: Config): boolean => config.channels.telegram !== undefined,
   inbound(ctx: GatewayContext): TelegramChannel {
     const settings = settingsOf(ctx.config);
     const deps: TelegramGatewayDeps = {

@@ -13,6 +13,7 @@ import { downloadFile } from './download.js';
 import { escapeHtml, toTelegramHtml, visibleLength } from './format.js';
 import { chatIdOf, isGroup, PLATFORM, threadIdOf } from './ids.js';
 import { ChatPacer } from './pacing.js';
+import { previewsAllowed, type PreviewKind } from '../link-previews.js';
 
 /** Telegram's limit: 4,096 UTF-16 units of text after entity parsing. */
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -60,6 +61,8 @@ export interface TelegramOutboundOptions {
   now?: () => number;
   /** TELEGRAM_DRAFTS: a private chat's answer streams as a draft (sendMessageDraft), posted as a message once final. */
   drafts?: boolean;
+  /** LINK_PREVIEWS: answers may show link previews (default: no message does; see ../link-previews.ts). */
+  linkPreviews?: boolean;
 }
 
 /**
@@ -86,7 +89,7 @@ export class TelegramOutbound implements OutboundAdapter {
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
-    if (kind === 'status') return [await this.send(to, clampStatus(text), { html: false, notify: false, reply: true })];
+    if (kind === 'status') return [await this.send(to, clampStatus(text), { html: false, notify: false, reply: true, previews: 'status' })];
     let target = to;
     return sendPieces(splitMessage(text, PIECE_LIMIT), ledger, {
       classify: telegramWriteFailure,
@@ -117,16 +120,16 @@ export class TelegramOutbound implements OutboundAdapter {
     if (this.pacer.editWaitMs(chatId) > 0) return shown;
     if (this.options.drafts && !isGroup(to)) return this.streamDraft(to, text, shown);
     const pieces = splitMessage(text, PIECE_LIMIT);
-    const i = pieces.findIndex((piece, k) => shownText(pieces, k) !== shown.texts[k]);
+    const i = pieces.findIndex((_, k) => shownText(pieces, k) !== shown.texts[k]);
     if (i < 0) return shown;
     const display = shownText(pieces, i);
     this.pacer.markEdit(chatId);
     try {
       if (i < shown.ids.length) {
-        await this.api.editMessageText(chatId, Number(shown.ids[i]), display, { link_preview_options: { is_disabled: true } });
+        await this.api.editMessageText(chatId, Number(shown.ids[i]), display, this.previews('answer'));
         return { ids: shown.ids, texts: shown.texts.map((t, k) => (k === i ? display : t)) };
       }
-      const message = await this.api.sendMessage(chatId, display, { ...placement(to, i === 0), link_preview_options: { is_disabled: true } });
+      const message = await this.api.sendMessage(chatId, display, { ...placement(to, i === 0), ...this.previews('answer') });
       return { ids: [...shown.ids, String(message.message_id)], texts: [...shown.texts, display] };
     } catch (err) {
       const failure = classifyTelegramError(err);
@@ -208,6 +211,7 @@ export class TelegramOutbound implements OutboundAdapter {
           parse_mode: 'HTML',
           reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: approvalData(card.id, 'approved') }, { text: 'Deny', callback_data: approvalData(card.id, 'denied') }]] },
           ...placement(to, true),
+          ...this.previews('card'),
         }),
       { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS },
     );
@@ -218,7 +222,7 @@ export class TelegramOutbound implements OutboundAdapter {
   async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
     const text = `${approvalHtml(card)}\n\n${escapeHtml(decisionLine(outcome))}`;
     try {
-      await withTelegramRetries(() => this.api.editMessageText(chatIdOf(to), Number(messageId), text, { parse_mode: 'HTML' }), { idempotent: true, maxWaitMs: 60_000 });
+      await withTelegramRetries(() => this.api.editMessageText(chatIdOf(to), Number(messageId), text, { parse_mode: 'HTML', ...this.previews('card') }), { idempotent: true, maxWaitMs: 60_000 });
     } catch (err) {
       if (classifyTelegramError(err).kind !== 'not_modified') throw err;
     }
@@ -243,7 +247,7 @@ export class TelegramOutbound implements OutboundAdapter {
     const html = toTelegramHtml(piece);
     const fits = html !== '' && visibleLength(html) <= TELEGRAM_TEXT_LIMIT;
     try {
-      return { id: await this.send(to, fits ? html : piece, { html: fits, notify: true, reply: first }), to };
+      return { id: await this.send(to, fits ? html : piece, { html: fits, notify: true, reply: first, previews: 'answer' }), to };
     } catch (err) {
       const failure = classifyTelegramError(err);
       if (failure.kind === 'migrated') {
@@ -252,7 +256,7 @@ export class TelegramOutbound implements OutboundAdapter {
       }
       if (!fits || (failure.kind !== 'bad_entities' && failure.kind !== 'too_long')) throw err;
       this.options.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; sending it as plain text');
-      return { id: await this.send(to, piece, { html: false, notify: true, reply: first }), to };
+      return { id: await this.send(to, piece, { html: false, notify: true, reply: first, previews: 'answer' }), to };
     }
   }
 
@@ -289,7 +293,7 @@ export class TelegramOutbound implements OutboundAdapter {
       withTelegramRetries(
         () => {
           this.pacer.markEdit(chatId);
-          return this.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }) });
+          return this.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }), ...this.previews('answer') });
         },
         { idempotent: true, maxWaitMs: MAX_FLOOD_WAIT_MS, onWait: (failure, ms) => this.noteWait(chatId, 'editMessageText', failure, ms) },
       );
@@ -307,7 +311,7 @@ export class TelegramOutbound implements OutboundAdapter {
   }
 
   /** sendMessage once (repeated only when Telegram surely did not post it: 429, or a request that never left). */
-  private async send(to: InboundMessage, text: string, how: { html: boolean; notify: boolean; reply: boolean }): Promise<string> {
+  private async send(to: InboundMessage, text: string, how: { html: boolean; notify: boolean; reply: boolean; previews: PreviewKind }): Promise<string> {
     const chatId = chatIdOf(to);
     const flooded = this.pacer.floodWaitMs(chatId);
     if (flooded > 0) await sleep(Math.min(flooded, MAX_FLOOD_WAIT_MS));
@@ -316,7 +320,8 @@ export class TelegramOutbound implements OutboundAdapter {
         this.api.sendMessage(chatId, text, {
           ...(how.html && { parse_mode: 'HTML' as const }),
           ...placement(to, how.reply),
-          ...(!how.notify && { disable_notification: true, link_preview_options: { is_disabled: true } }),
+          ...(!how.notify && { disable_notification: true }),
+          ...this.previews(how.previews),
         }),
       { idempotent: false, maxWaitMs: MAX_FLOOD_WAIT_MS, onWait: (failure, ms) => this.noteWait(chatId, 'sendMessage', failure, ms) },
     );
@@ -361,7 +366,7 @@ export class TelegramOutbound implements OutboundAdapter {
   private async editNow(chatId: number, messageId: number, text: string): Promise<void> {
     this.pacer.markEdit(chatId);
     try {
-      await this.api.editMessageText(chatId, messageId, text, { link_preview_options: { is_disabled: true } });
+      await this.api.editMessageText(chatId, messageId, text, this.previews('status'));
     } catch (err) {
       const failure = classifyTelegramError(err);
       if (failure.kind === 'not_modified' || failure.kind === 'gone') return;
@@ -376,6 +381,16 @@ export class TelegramOutbound implements OutboundAdapter {
     const wait = this.pacer.editWaitMs(chatId);
     if (wait > 0) return this.pacer.defer(chatId, messageId, text, wait, (t) => this.editLater(chatId, messageId, t));
     this.editNow(chatId, messageId, text).catch((err: unknown) => this.options.log.warn({ chat: chatId, error: describeTelegramError(err) }, 'deferred status edit failed'));
+  }
+
+  /**
+   * Every sendMessage and editMessageText takes its preview setting from here (see
+   * ../link-previews.ts): `link_preview_options` (`disable_web_page_preview` is deprecated). Telegram
+   * decides again on each edit, so edits carry it too. sendMessageDraft has no such field: a draft
+   * is a preview of the message, not a message, and shows no link preview.
+   */
+  private previews(kind: PreviewKind): { link_preview_options?: { is_disabled: true } } {
+    return previewsAllowed(this.options.linkPreviews, kind) ? {} : { link_preview_options: { is_disabled: true } };
   }
 
   private noteWait(chatId: number, method: string, failure: TelegramFailure | CallFailure, ms: number): void {

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { ApprovalCard, ChannelApprovals, DeliveredOutcome } from '../types.js';
 import { cardSubject, decisionLine } from '../../delivery/approval-card.js';
 import type { Intake } from '../intake.js';
-import { formatBytes } from '../../tools/text.js';
+import { formatBytes } from '../../lib/text.js';
 import { terminalMessage } from './inbound.js';
 import { terminalStreamKey, type TerminalEvent } from './stream.js';
 

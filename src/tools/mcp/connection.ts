@@ -6,7 +6,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool as ListedMcpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { Logger } from '../../log.js';
-import { clip } from '../text.js';
+import { clip } from '../../lib/text.js';
 import { ToolError } from '../types.js';
 import type { McpServerConfig } from './config.js';
 import type { McpCallResult } from './content.js';

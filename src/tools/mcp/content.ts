@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { clip, formatBytes } from '../text.js';
+import { clip, formatBytes, formatDecimalBytes } from '../../lib/text.js';
 import { ToolError } from '../types.js';
 import { FileExistsError, type Workspace } from '../workspace.js';
 import { sanitiseNamePart } from './names.js';
@@ -83,13 +83,7 @@ function base64Bytes(data: string): number {
 
 /** "31.2 MB, over the 20 MB limit (ATTACHMENT_MAX_BYTES)": decimal units, as the variable is set. */
 function tooLarge(size: number, maxBytes: number): string {
-  return `${decimalBytes(size)}, over the ${decimalBytes(maxBytes)} limit (ATTACHMENT_MAX_BYTES)`;
-}
-
-function decimalBytes(n: number): string {
-  if (n < 1_000) return `${n} B`;
-  if (n < 1_000_000) return `${Number((n / 1_000).toFixed(1))} kB`;
-  return `${Number((n / 1_000_000).toFixed(1))} MB`;
+  return `${formatDecimalBytes(size)}, over the ${formatDecimalBytes(maxBytes)} limit (ATTACHMENT_MAX_BYTES)`;
 }
 
 function isText(part: McpContent): part is { type: 'text'; text: string } {

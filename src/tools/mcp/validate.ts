@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
-import { clip } from '../text.js';
+import { clip } from '../../lib/text.js';
 
 type AnyAjv = Ajv | Ajv2019 | Ajv2020;
 

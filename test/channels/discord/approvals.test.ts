@@ -161,7 +161,7 @@ describe('Discord approval cards: the real discord.js client against the fake Di
 
     // Bob did not ask and is no approver.
     const stranger = await answered(fake.press({ message: card, customId: approve, user: fake.ids.bob }));
-    expect(stranger).toMatchObject({ callbackType: 4, callbackFlags: 64, callbackContent: 'Only the person who asked, or an approver, can decide this.' });
+    expect(stranger).toMatchObject({ callbackType: 4, callbackFlags: 64 | 4, callbackContent: 'Only the person who asked, or an approver, can decide this.' });
     await new Promise((r) => setTimeout(r, 300));
     expect(await log()).toBe('END');
     expect(card.history).toHaveLength(1);
@@ -189,7 +189,7 @@ describe('Discord approval cards: the real discord.js client against the fake Di
 
     // A late press (a client that still shows the buttons): told privately, nothing changes.
     const again = await answered(fake.press({ message: card, customId: deny }));
-    expect(again).toMatchObject({ callbackType: 4, callbackFlags: 64, callbackContent: 'Already decided: approved by alice.' });
+    expect(again).toMatchObject({ callbackType: 4, callbackFlags: 64 | 4, callbackContent: 'Already decided: approved by alice.' });
     expect(card.history).toHaveLength(3);
     expect(results(channel)).toHaveLength(1);
   }, 40_000);

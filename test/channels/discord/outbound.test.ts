@@ -262,7 +262,7 @@ describe('DiscordOutbound.download', () => {
 
   it('refuses past the cap, and refuses hosts that are not Discord\'s', async () => {
     const a = fake.addAttachment('big.bin', Buffer.alloc(5_000, 1));
-    await expect(outbound().download({ name: 'big.bin', ref: a.url }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/larger than the 1000-byte limit/);
+    await expect(outbound().download({ name: 'big.bin', ref: a.url }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/larger than the 1 kB limit/);
     await expect(outbound().download({ name: 'x', ref: 'http://example.com/x' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/not a Discord attachment host/);
   });
 });

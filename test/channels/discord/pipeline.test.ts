@@ -109,7 +109,7 @@ describe('Discord: slash commands', () => {
     await waitFor('the model call', () => stack.fake.requests.length === 1, 15_000);
     const stop = fake.slash({ name: 'stop', channel: fake.ids.general });
     await waitFor('the stop reply', () => stop.callbackType !== undefined);
-    expect(stop).toMatchObject({ callbackType: 4, callbackFlags: 64, callbackContent: 'Stopping the current run…' });
+    expect(stop).toMatchObject({ callbackType: 4, callbackFlags: 64 | 4, callbackContent: 'Stopping the current run…' });
 
     await waitFor('the ephemeral failure line', () => ask.followups.length === 1, 15_000);
     expect(fake.messages.find((m) => m.id === ask.followups[0])).toMatchObject({ content: 'Stopped.', flags: 64 });
@@ -186,7 +186,7 @@ describe('Discord: slash commands', () => {
     const status = fake.slash({ name: 'status', channel: fake.ids.general });
     const help = fake.slash({ name: 'help', channel: fake.ids.general });
     await waitFor('the replies', () => status.callbackType !== undefined && help.callbackType !== undefined);
-    expect(status).toMatchObject({ callbackType: 4, callbackFlags: 64 });
+    expect(status).toMatchObject({ callbackType: 4, callbackFlags: 64 | 4 });
     expect(status.callbackContent).toMatch(/^No run is active\. Last run: completed, \d+ s ago\.$/);
     expect(help.callbackContent).toContain('/reset — forget this conversation and start fresh');
 

@@ -160,7 +160,7 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     const got = await out.download({ name: 'notes.md', ref: file.url_private_download, size: file.size, mime: file.mimetype }, 1_000, AbortSignal.timeout(5_000));
     expect(new TextDecoder().decode(got)).toBe('# Notes\n\nBuy milk.\n');
     expect(slack.fileRequests.map((r) => r.authorization)).toEqual([`Bearer ${BOT_TOKEN}`]);
-    await expect(out.download({ name: 'notes.md', ref: file.url_private_download, mime: file.mimetype }, 10, AbortSignal.timeout(5_000))).rejects.toThrow('larger than the 10 byte limit');
+    await expect(out.download({ name: 'notes.md', ref: file.url_private_download, mime: file.mimetype }, 10, AbortSignal.timeout(5_000))).rejects.toThrow('larger than the 10 B limit');
   });
 
   it('refuses Slack’s sign-in page (missing files:read) and never sends the token elsewhere', async () => {

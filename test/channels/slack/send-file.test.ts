@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../src/agent/types.js';
 import { sessionKeyOf } from '../../../src/channels/session-key.js';
 import { SLACK_UPLOAD_MAX_BYTES } from '../../../src/channels/slack/upload.js';
-import { formatBytes } from '../../../src/tools/text.js';
+import { formatBytes } from '../../../src/lib/text.js';
 import { workspaceFolderName } from '../../../src/tools/workspace.js';
 import type { RecordedRequest } from '../../fakes/openai-server.js';
 import { startFakeSlack, type FakeSlack } from '../../fakes/slack-server.js';

@@ -50,7 +50,8 @@ describe('slack streamed answers (fake Slack)', () => {
     slack = await startFakeSlack();
     redis = testRedis();
     prefix = uniquePrefix('slack-stream');
-    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log });
+    // Native streams (chat.startStream) are used only with LINK_PREVIEWS=1 (they take no unfurl arguments).
+    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log, linkPreviews: true });
   });
   afterEach(async () => {
     await slack.close();
@@ -62,7 +63,7 @@ describe('slack streamed answers (fake Slack)', () => {
   async function posted(to: InboundMessage, text: string): Promise<string[]> {
     const other = await startFakeSlack();
     try {
-      const poster = new SlackOutbound({ token: BOT_TOKEN, apiUrl: other.apiUrl, redis, prefix, log });
+      const poster = new SlackOutbound({ token: BOT_TOKEN, apiUrl: other.apiUrl, redis, prefix, log, linkPreviews: true });
       await poster.post(to, text, 'answer');
       return other.messages.map((m) => m.text);
     } finally {
@@ -335,7 +336,7 @@ describe('slack streamed answers (fake Slack)', () => {
       const to = mention();
       const shown = await streamAll(to, ['Partial answer']);
       // A fresh adapter knows nothing of the stream (another worker took the turn over).
-      const other = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log });
+      const other = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log, linkPreviews: true });
       const next = await other.streamAnswer(to, 'Partial answer, continued', shown);
       expect(slack.calls.map((c) => `${c.method}${c.error ? ` ${c.error}` : ''}`)).toEqual([
         'chat.startStream',

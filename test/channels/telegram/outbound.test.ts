@@ -171,7 +171,7 @@ describe('telegram outbound against a fake Bot API', () => {
     fake.addFile({ fileId: 'DOC', bytes });
     const got = await out.download({ name: 'a.txt', ref: 'DOC' }, 1000, new AbortController().signal);
     expect(new TextDecoder().decode(got)).toBe('hello, workspace');
-    await expect(out.download({ name: 'a.txt', ref: 'DOC' }, 5, new AbortController().signal)).rejects.toThrow('larger than the 5 bytes limit');
+    await expect(out.download({ name: 'a.txt', ref: 'DOC' }, 5, new AbortController().signal)).rejects.toThrow('larger than the 5 B limit');
     fake.addFile({ fileId: 'HUGE', bytes: new Uint8Array(1), size: 30 * 1024 * 1024 });
     await expect(out.download({ name: 'b.bin', ref: 'HUGE' }, 50_000_000, new AbortController().signal)).rejects.toThrow('larger than the 20 MB limit');
   });
