@@ -60,7 +60,8 @@ describe('a streamed answer across runs of one turn (the real Telegram outbound 
     const journal: StreamEntry[] = [];
     const stream = new AnswerStream(outbound(), to(chat), log, async (e) => void journal.push(e), undefined);
     expect(stream.onEvent({ type: 'answer_text', step: 1, text: TEXT })).toBe(false);
-    await waitFor('the first write', () => fake.sent.some((m) => m.chatId === chat));
+    // Journaled once the platform answered with the message id (the fake records the send before it answers).
+    await waitFor('the first write', () => fake.sent.some((m) => m.chatId === chat) && journal.length > 0);
     // Its narration is already on screen: the caller must not put it on the status line.
     expect(stream.onEvent({ type: 'narration', step: 1, text: TEXT })).toBe(true);
     stream.onEvent({ type: 'answer_text', step: 2, text: `Here is the result. ${TEXT}` });
