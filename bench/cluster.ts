@@ -1,22 +1,23 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { waitFor } from '../test/helpers/processes.js';
-import { measurePipeline } from './overhead.js';
+import { measurePipeline, type LoadShape } from './overhead.js';
 import { freePort } from '../test/helpers/ports.js';
+import { spawnTracked, stopChild } from './children.js';
 
 /**
  * Three local Redis Cluster masters (no replicas), the pipeline run against them through
  * REDIS_URL=redis+cluster://…, and a check that every key it wrote sits in the one slot of the
  * QUEUE_PREFIX hash tag.
  */
-export async function measureCluster(modelUrl: string, messages: number) {
+export async function measureCluster(modelUrl: string, shape: LoadShape) {
   const dir = await mkdtemp(join(tmpdir(), 'sb-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
   const nodes: ChildProcess[] = ports.map((port) =>
-    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }),
+    spawnTracked('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }),
   );
   try {
     for (const port of ports) await waitFor(`redis ${port}`, () => spawnSync('redis-cli', ['-p', String(port), 'ping']).stdout?.toString().includes('PONG'), 10_000, 100);
@@ -25,7 +26,7 @@ export async function measureCluster(modelUrl: string, messages: number) {
     await waitFor('cluster_state:ok', () => ports.every((p) => spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info']).stdout?.toString().includes('cluster_state:ok')), 20_000, 200);
 
     const url = `redis+cluster://127.0.0.1:${ports[0]}`;
-    const result = await measurePipeline(url, modelUrl, { sessions: 100, perSession: Math.max(1, Math.round(messages / 100)) }, 1, 50);
+    const result = await measurePipeline(url, modelUrl, shape, 1, 50);
 
     // Which slots hold keys? Ask every node for its keys and their slots.
     const slots = new Set<number>();
@@ -40,8 +41,7 @@ export async function measureCluster(modelUrl: string, messages: number) {
     }
     return { nodes: 3, ...result, keysLeft: keys, slot: [...slots].join(','), oneSlot: slots.size <= 1 };
   } finally {
-    for (const n of nodes) n.kill('SIGTERM');
-    await Promise.all(nodes.map((n) => new Promise((r) => (n.exitCode !== null ? r(null) : n.once('exit', r)))));
+    await Promise.all(nodes.map((n) => stopChild(n)));
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, QueueEvents } from 'bullmq';
@@ -13,7 +13,8 @@ import { Producer } from '../src/queue/producer.js';
 import { createRunQueue } from '../src/queue/run-queue.js';
 import { connectRedis, isClusterUrl } from '../src/queue/connection.js';
 import type { RunResult } from '../src/queue/job-data.js';
-import { spawnNode, spawnWorker, waitFor, type Spawned } from '../test/helpers/processes.js';
+import { waitFor, type Spawned } from '../test/helpers/processes.js';
+import { onAbort, spawnNodeTracked, spawnWorkersTracked, stopAll } from './children.js';
 import { dropPrefix } from '../test/helpers/redis.js';
 import { closedLoop, Completions } from './load.js';
 import { summarise, type LatencySummary } from './stats.js';
@@ -41,34 +42,35 @@ export async function measurePipeline(
 ): Promise<LatencySummary & { lost: number }> {
   const prefix = prefixFor('pipe');
   const workspaceRoot = await mkdtemp(join(tmpdir(), 'sb-bench-'));
-  const procs: Spawned[] = await Promise.all(
-    Array.from({ length: workers }, () =>
-      spawnWorker({
-        REDIS_URL: redisUrl,
-        QUEUE_PREFIX: prefix,
-        OPENAI_BASE_URL: modelUrl,
-        OPENAI_API_KEY: 'bench',
-        AGENT_MODEL: 'fake-model',
-        WORKSPACE_ROOT: workspaceRoot,
-        WORKER_CONCURRENCY: String(concurrencyPerWorker),
-      }),
-    ),
-  );
-  const redis = connectRedis(redisUrl, 'bench');
-  const keys = new SessionKeys(prefix, 'runs');
-  const config = { prefix, name: 'runs', concurrency: 1, lockDurationMs: 30_000, stalledIntervalMs: 15_000, reconcileIntervalMs: 30_000, foldMax: 10 };
-  const queue = createRunQueue(config, redis);
-  const intake = new Intake(new Producer(redis, queue, keys), new SessionControl(redis, keys), quiet);
-  // From the start of the (fresh) event stream: '$' would lose events written before the first read.
-  const eventsConnection = connectRedis(redisUrl, 'bench-events');
-  const events = new QueueEvents('runs', { connection: eventsConnection, prefix, lastEventId: '0' });
-  await events.waitUntilReady();
-  const completions = new Completions();
-  events.on('completed', ({ returnvalue }) => {
-    const result = (typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue) as RunResult;
-    for (const id of result.messageIds) completions.done(id);
+  const dispose = isClusterUrl(redisUrl) ? undefined : onAbort(() => dropWith(redisUrl, prefix));
+  const procs: Spawned[] = await spawnWorkersTracked(workers, {
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    OPENAI_BASE_URL: modelUrl,
+    OPENAI_API_KEY: 'bench',
+    AGENT_MODEL: 'fake-model',
+    WORKSPACE_ROOT: workspaceRoot,
+    WORKER_CONCURRENCY: String(concurrencyPerWorker),
   });
+  let redis: Redis | undefined;
+  let queue: ReturnType<typeof createRunQueue> | undefined;
+  let events: QueueEvents | undefined;
+  let eventsConnection: Redis | undefined;
   try {
+    redis = connectRedis(redisUrl, 'bench');
+    const keys = new SessionKeys(prefix, 'runs');
+    const config = { prefix, name: 'runs', concurrency: 1, lockDurationMs: 30_000, stalledIntervalMs: 15_000, reconcileIntervalMs: 30_000, foldMax: 10 };
+    queue = createRunQueue(config, redis);
+    const intake = new Intake(new Producer(redis, queue, keys), new SessionControl(redis, keys), quiet);
+    // From the start of the (fresh) event stream: '$' would lose events written before the first read.
+    eventsConnection = connectRedis(redisUrl, 'bench-events');
+    events = new QueueEvents('runs', { connection: eventsConnection, prefix, lastEventId: '0' });
+    await events.waitUntilReady();
+    const completions = new Completions();
+    events.on('completed', ({ returnvalue }) => {
+      const result = (typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue) as RunResult;
+      for (const id of result.messageIds) completions.done(id);
+    });
     const { latencies, seconds } = await closedLoop(shape.sessions, shape.perSession, async (s, i) => {
       const message = terminalMessage(`bench-${s}`, `message ${i} of session ${s}`, 'bench');
       const done = completions.wait(message.id);
@@ -79,42 +81,65 @@ export async function measurePipeline(
     return { ...summarise(latencies, seconds), lost: shape.sessions * shape.perSession - (counts.completed ?? 0) };
   } finally {
     // A cluster is thrown away whole; a shared Redis is cleaned key by key.
-    await teardown({ events, eventsConnection, procs, queue, redis, prefix: isClusterUrl(redisUrl) ? undefined : prefix });
+    await teardown({ events, eventsConnection, procs, queue, redis, prefix: isClusterUrl(redisUrl) ? undefined : prefix, dispose });
+    await rm(workspaceRoot, { recursive: true, force: true });
   }
 }
 
 /** The floor: raw BullMQ add → empty processor in a worker process → completed, same shape. */
 export async function measureFloor(redisUrl: string, shape: LoadShape, workers: number, concurrencyPerWorker: number): Promise<LatencySummary> {
   const prefix = prefixFor('floor');
-  const procs = Array.from({ length: workers }, () => spawnNode('bench/floor-worker.ts', ['floor', prefix, String(concurrencyPerWorker)], { REDIS_URL: redisUrl }));
-  await Promise.all(procs.map((p) => waitFor('floor worker', () => p.stdout().includes('ready'), 20_000)));
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue('floor', { connection: redis, prefix });
-  const eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const events = new QueueEvents('floor', { connection: eventsConnection, prefix, lastEventId: '0' });
-  await events.waitUntilReady();
-  const completions = new Completions();
-  events.on('completed', ({ jobId }) => completions.done(jobId));
+  const dispose = onAbort(() => dropWith(redisUrl, prefix));
+  const procs = Array.from({ length: workers }, () => spawnNodeTracked('bench/floor-worker.ts', ['floor', prefix, String(concurrencyPerWorker)], { REDIS_URL: redisUrl }));
+  let redis: Redis | undefined;
+  let queue: Queue | undefined;
+  let events: QueueEvents | undefined;
+  let eventsConnection: Redis | undefined;
   try {
+    await Promise.all(procs.map((p) => waitFor('floor worker', () => p.stdout().includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(`floor worker exited: ${p.stderr().slice(-2000)}`))), 20_000)));
+    redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    queue = new Queue('floor', { connection: redis, prefix });
+    eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    events = new QueueEvents('floor', { connection: eventsConnection, prefix, lastEventId: '0' });
+    await events.waitUntilReady();
+    const completions = new Completions();
+    events.on('completed', ({ jobId }) => completions.done(jobId));
+    const q = queue;
     const { latencies, seconds } = await closedLoop(shape.sessions, shape.perSession, async (s, i) => {
-      const job = await queue.add('job', { s, i }, { removeOnComplete: { count: 5_000 } });
+      const job = await q.add('job', { s, i }, { removeOnComplete: { count: 5_000 } });
       await completions.wait(job.id!);
     });
     return summarise(latencies, seconds);
   } finally {
-    await teardown({ events, eventsConnection, procs, queue, redis, prefix });
+    await teardown({ events, eventsConnection, procs, queue, redis, prefix, dispose });
   }
 }
 
-/** Stops one measurement's processes (by their pids) and connections, and deletes its keys when given a prefix. */
-async function teardown(rig: { events: QueueEvents; eventsConnection: Redis; procs: Spawned[]; queue: Queue; redis: Redis; prefix: string | undefined }) {
-  await rig.events.close();
-  rig.eventsConnection.disconnect();
-  for (const p of rig.procs) p.kill('SIGTERM');
-  await Promise.all(rig.procs.map((p) => p.exited));
-  await rig.queue.close();
-  if (rig.prefix) await dropPrefix(rig.redis, rig.prefix);
-  rig.redis.disconnect();
+/** For an aborted run (SIGINT): the measurement's keys, on a connection of its own. */
+async function dropWith(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  try {
+    await dropPrefix(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * Stops one measurement's processes (by their pids; first, so that nothing is left running if a
+ * later step throws) and connections, and deletes its keys when given a prefix and a connection.
+ */
+async function teardown(rig: { events?: QueueEvents; eventsConnection?: Redis | undefined; procs: Spawned[]; queue?: Queue; redis?: Redis | undefined; prefix: string | undefined; dispose?: () => void }) {
+  await stopAll(rig.procs);
+  rig.dispose?.();
+  try {
+    await rig.events?.close();
+    rig.eventsConnection?.disconnect();
+    await rig.queue?.close();
+    if (rig.prefix && rig.redis) await dropPrefix(rig.redis, rig.prefix);
+  } finally {
+    rig.redis?.disconnect();
+  }
 }
 
 /** The model call alone (the real openai client to the zero-latency fake), same shape: part of every turn. */

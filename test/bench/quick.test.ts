@@ -51,6 +51,7 @@ it('the quick bench runs every phase, prints its figures and leaves nothing runn
     ['start-up', new RegExp(`start-up to ready \\(median of 1\\) +\\| ${figure} ms`)],
     ['npm run dev', new RegExp(`npm run dev → "ready".* +\\| ${figure} ms`)],
     ['memory', new RegExp(`idle RSS gateway / worker +\\| ${figure} / ${figure} MiB`)],
+    ['memory load', new RegExp(`peak RSS after 50 sessions +\\| ${figure} / ${figure} MiB; ${figure} turns/s, unanswered 0`)],
     ['prompt', new RegExp(`first model request +\\| ${figure} tokens`)],
     ['MCP schemas', new RegExp(`tool schemas: built-in / \\+ 2 MCP servers .*\\| ${figure} / ${figure} tokens`)],
     ['pipeline vs floor', new RegExp(`pipeline vs floor at 5 sessions: p50 +\\| ${figure} vs ${figure} ms`)],
