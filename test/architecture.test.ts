@@ -110,6 +110,38 @@ const FS_WRITERS: Record<string, { may: readonly string[]; why: string }> = {
   'tools/exec.ts': { may: ['mkdtemp', 'rm'], why: "the sandbox check's scratch folder in the OS temp dir, never under WORKSPACE_ROOT" },
 };
 
+/**
+ * Redis key strings built outside the key module: a template literal that puts `:` after an
+ * interpolated prefix (`${prefix}:…`, `${this.keys.prefix}:…`), or after any interpolation a
+ * key family of ours (`${p}:s:…`, `${x}:pairing:…`); a prefix concatenated with ':…'; a literal
+ * hash-tagged key ('{switchboard}:…'). Ids joined with ':' (`${platform}:${id}`) are not keys.
+ */
+const KEY_FAMILIES = ['s', 'seen', 'answered', 'pending', 'unreadable', 'cancel', 'approval', 'run', 'workers', 'mcp', 'pairing', 'tokens', 'rate', 'rated', 'access', 'schedule', 'schedules', 'term', 'slack', 'discord', 'telegram', 'de', 'lock'];
+export function redisKeyStrings(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const patterns = [
+    /`[^`]*\$\{[^}]*prefix\}:[^`]*`/gi,
+    new RegExp(`\`[^\`]*\\$\\{[^}]+\\}:(?:${KEY_FAMILIES.join('|')})(?=[:\`])[^\`]*\``, 'g'),
+    /prefix\s*\+\s*['"`]:[^'"`]*['"`]/gi,
+    /['"`]\{[\w-]+\}:[^'"`]*['"`]/g,
+  ];
+  const found = new Set<string>();
+  for (const re of patterns) for (const m of code.matchAll(re)) found.add(m[0]);
+  return [...found];
+}
+
+/** Ways to run Lua other than the script registry: ioredis' defineCommand, EVAL/EVALSHA/FCALL, and Lua (redis.call) in a file that declares no script. */
+export function scriptBypasses(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const found = [...code.matchAll(/\.(defineCommand|eval|evalsha|evalRo|evalshaRo|fcall|fcallRo)\s*\(/g)].map((m) => m[1]!);
+  if (/\bredis\.p?call\(/.test(code) && !/\bdefineScript\(/.test(code)) found.push('Lua outside defineScript');
+  return found;
+}
+
+/** The Redis choke points (DESIGN.md): every key is built in the key module, every script runs through the registry. */
+const KEY_MODULE = 'queue/keys.ts';
+const SCRIPT_REGISTRY = 'queue/redis-scripts.ts';
+
 const LOWER_LAYERS = ['agent', 'tools'];
 const FORBIDDEN_DIRS = ['channels', 'queue', 'delivery', 'roles', 'cli'];
 const FORBIDDEN_PACKAGES = ['grammy', '@slack/bolt', '@slack/web-api', 'discord.js', 'bullmq', 'ioredis'];
@@ -157,6 +189,51 @@ describe('the import parser and the cycle finder themselves', () => {
     expect(findCycles(new Map([['a', ['b', 'c']], ['b', ['c']], ['c', []]]))).toEqual([]);
     expect(findCycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]]))).toEqual([['a', 'b', 'c', 'a']]);
     expect(findCycles(new Map([['a', ['a']]]))).toEqual([['a', 'a']]);
+  });
+
+  it('finds Redis key strings and only those', () => {
+    const keys = [
+      'return `${this.prefix}:schedule:${id}`;',
+      'const key = `${answered.prefix}:answered:${message.platform}:${message.eventId}`;',
+      'const key = (prefix: string) => `${prefix}:workers`;',
+      'new RateLimiterRedis({ storeClient: redis, keyPrefix: `${prefix}:rate`, points });',
+      'await redis.get(`${keys.prefix}:${keys.queueName}:de:${session}`);',
+      'lease: new PollingLease(redis, `${this.deps.prefix}:telegram:poller:${botId}`, holder, ttl),',
+      'const k = `${p}:s:${session}:inbox`;',
+      "const k = queuePrefix + ':pairing:' + platform;",
+      "const k = '{switchboard}:pending';",
+    ];
+    for (const source of keys) expect([source, redisKeyStrings(source).length]).toEqual([source, 1]);
+    const notKeys = [
+      'const base = `${enc(parts.platform)}:${enc(parts.conversation)}`;',
+      'if (allowedUsers.includes(`${platform}:${sender.id}`)) return true;',
+      'return `${chatId}:${messageId}`;',
+      'if (prefix) pieces[0] = `${prefix}${pieces[0]}`;',
+      "return `sb:approval:${id}:${decision === 'approved' ? 'approve' : 'deny'}`;",
+      'throw new Error(`${route}: no response (${cause})`);',
+      'return `${s.id} ran: ${outcome}`;',
+      'return { prefix: config.queue.prefix, name: config.queue.name };',
+      "QUEUE_PREFIX: text('a key prefix in a Redis hash tag such as {switchboard}'),",
+      '/**\n * The schedules: `{prefix}:schedule:<id>` (a hash), indexed by `{prefix}:schedules`.\n */',
+      '// const key = `${this.prefix}:rate`;',
+      '/* `${prefix}:s:${session}:inbox` */',
+    ];
+    for (const source of notKeys) expect([source, redisKeyStrings(source)]).toEqual([source, []]);
+  });
+
+  it('finds every way around the script registry', () => {
+    const cases: [string, string[]][] = [
+      ["redis.defineCommand('sbX', { numberOfKeys: 1, lua: X });", ['defineCommand']],
+      ['await this.redis.eval(ACQUIRE, 1, this.key, this.holder);', ['eval']],
+      ['await redis.evalsha(sha, 0);', ['evalsha']],
+      ['await redis.fcall("f", 0);', ['fcall']],
+      ["const X = `if redis.call('GET', KEYS[1]) then return 1 end`;", ['Lua outside defineScript']],
+      ["const X = defineScript({ name: 'sbX', keys: ['k'], args: [], lua: `return redis.call('GET', KEYS[1])`, decode: byCode({ 1: 'ok' }) });", []],
+      ['await runScript(this.redis, DECIDE, { keys: { approval: key }, args: { status, by, at } });', []],
+      ["// redis.defineCommand('sbOld', …) was here", []],
+      ['const evaluated = evaluate(x); retrieval(y);', []],
+    ];
+    for (const [source, expected] of cases) expect([source, scriptBypasses(source)]).toEqual([source, expected]);
   });
 });
 
@@ -212,13 +289,31 @@ describe('architecture', () => {
         // An adapter (src/channels/<platform>/) may use queue and access types, never their values: it gets ChannelIntake and ChannelApprovals.
         const adapter = /^channels\/[^/]+\//.test(rel(file));
         const typeOnly = new RegExp(`import\\s+type\\s[^;]*?from\\s*['"]${spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}['"]`).test(source);
-        if (adapter && /^(queue|access)\//.test(to) && !typeOnly) violations.push(`${rel(file)} imports ${spec}: adapters see the intake and approvals only through their ports`);
+        // The Redis key module and the script registry are choke points every Redis user goes through, not ports: adapters use them too.
+        const redisChokePoint = to === KEY_MODULE || to === SCRIPT_REGISTRY;
+        if (adapter && /^(queue|access)\//.test(to) && !typeOnly && !redisChokePoint) violations.push(`${rel(file)} imports ${spec}: adapters see the intake and approvals only through their ports`);
       }
       if (/\bnew ApprovalDesk\(/.test(source) && !['roles/gateway.ts', 'roles/worker.ts', 'cli/chat.ts'].includes(rel(file))) violations.push(`${rel(file)} makes its own ApprovalDesk`);
     }
     expect(violations).toEqual([]);
     // The gateway hands its channels the gated port, never the desk itself.
     expect(readFileSync(join(SRC, 'roles/gateway.ts'), 'utf8')).toMatch(/approvals: gatedApprovals\(gate, approvals\)/);
+  });
+
+  it('Redis has one key module and one script registry: no other file builds a key string, defines a command or runs EVAL', () => {
+    const violations: string[] = [];
+    for (const file of FILES) {
+      const source = readFileSync(file, 'utf8');
+      if (rel(file) !== KEY_MODULE) for (const key of redisKeyStrings(source)) violations.push(`${rel(file)} builds a Redis key (${key}): add it to ${KEY_MODULE}`);
+      if (rel(file) !== SCRIPT_REGISTRY) for (const way of scriptBypasses(source)) violations.push(`${rel(file)} uses ${way}: declare the script with defineScript and run it with runScript`);
+    }
+    expect(violations).toEqual([]);
+    // The rules see what they allow (they are not silently finding nothing).
+    const keyModule = readFileSync(join(SRC, KEY_MODULE), 'utf8');
+    expect(redisKeyStrings(keyModule).length).toBeGreaterThan(20);
+    expect(scriptBypasses(readFileSync(join(SRC, SCRIPT_REGISTRY), 'utf8'))).toContain('defineCommand');
+    const declaring = FILES.filter((f) => /\bdefineScript\(\{/.test(readFileSync(f, 'utf8'))).map(rel).sort();
+    expect(declaring).toEqual(['access/pairing-store.ts', 'access/token-budget.ts', 'channels/telegram/lease.ts', 'queue/approvals.ts', 'queue/scripts.ts', 'schedules/schedule-store.ts']);
   });
 
   it('has no circular imports in src', () => {

@@ -1,18 +1,21 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RedisKeys } from '../queue/keys.js';
 
 export type RateVerdict = { ok: true } | { ok: false; retryAfterS: number; /** The first refusal of this window: the one the person is told about. */ first: boolean };
 
 /** USER_RATE_LIMIT: messages per minute per person, counted in Redis so every gateway shares one count. */
 export class UserRateLimit {
   private readonly limiter: RateLimiterRedis;
+  private readonly keys: RedisKeys;
 
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    prefix: string,
     private readonly perMinute: number,
   ) {
-    this.limiter = new RateLimiterRedis({ storeClient: redis, keyPrefix: `${prefix}:rate`, points: perMinute, duration: 60 });
+    this.keys = new RedisKeys(prefix);
+    this.limiter = new RateLimiterRedis({ storeClient: redis, keyPrefix: this.keys.rateLimiter, points: perMinute, duration: 60 });
   }
 
   /**
@@ -20,7 +23,7 @@ export class UserRateLimit {
    * twin) is not counted again and gets the verdict its first copy got, without a second notice.
    */
   async consume(platform: string, userId: string, eventId: string): Promise<RateVerdict> {
-    const key = `${this.prefix}:rated:${platform}:${eventId}`;
+    const key = this.keys.rated(platform, eventId);
     if ((await this.redis.set(key, 'counting', 'EX', 300, 'NX')) !== 'OK') {
       return (await this.redis.get(key)) === 'refused' ? { ok: false, retryAfterS: 60, first: false } : { ok: true };
     }

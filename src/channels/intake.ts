@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Producer } from '../queue/producer.js';
 import { formatStatus, type SessionControl } from '../queue/control.js';
+import { RedisKeys } from '../queue/keys.js';
 import { helpText, parseCommand, unknownCommandText, type CommandName } from './commands.js';
 import { sessionKeyOf } from './session-key.js';
 import type { ChannelIntake, InboundMessage, IntakeResult } from './types.js';
@@ -122,7 +123,7 @@ export class Intake implements ChannelIntake {
   async firstAnswer(message: Pick<InboundMessage, 'platform' | 'eventId'>): Promise<boolean> {
     const answered = this.options.answered;
     if (!answered) return true;
-    const key = `${answered.prefix}:answered:${message.platform}:${message.eventId}`;
+    const key = new RedisKeys(answered.prefix).answered(message.platform, message.eventId);
     return (await answered.redis.set(key, '1', 'EX', ANSWERED_TTL_SECONDS, 'NX')) === 'OK';
   }
 }

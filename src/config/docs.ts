@@ -213,7 +213,7 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: 'no limit',
   },
   SESSION_QUEUE_MAX: {
-    meaning: 'messages one conversation may have in its inbox (the turn being worked on included); the next is refused with a notice',
+    meaning: 'messages one conversation may have waiting (the messages of the turn being worked on do not count); the next is refused with a notice',
     default: '`50`',
   },
   MESSAGE_MAX_CHARS: {

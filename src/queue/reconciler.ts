@@ -18,7 +18,7 @@ export async function reconcile(redis: Redis, queue: RunQueue, keys: SessionKeys
     const [next, sessions] = await redis.sscan(keys.pending, cursor, 'COUNT', 200);
     cursor = next;
     for (const session of sessions) {
-      const holder = await redis.get(`${keys.prefix}:${keys.queueName}:de:${session}`);
+      const holder = await redis.get(keys.deduplication(session));
       if (holder !== null && LIVE_STATES.has(await queue.getJobState(holder))) continue;
       if (holder !== null) await queue.removeDeduplicationKey(session);
       const [waiting, reply] = await Promise.all([redis.llen(keys.inbox(session)), redis.exists(keys.outbox(session))]);

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { AgentEvent, ChatMessage, RunOutcome, TokenUsage } from '../agent/types.js';
 import type { InboundMessage } from '../channels/types.js';
 import type { JournalEntry } from './journal.js';
+import { RedisKeys } from './keys.js';
 
 /** One line of a run's timeline: what happened, when (ms after the run started). */
 export interface TimelineEntry {
@@ -86,13 +87,17 @@ export function recordTranscript(transcript: readonly ChatMessage[]): ChatMessag
 }
 
 export class RunStore {
+  private readonly keys: RedisKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
-  ) {}
+    prefix: string,
+  ) {
+    this.keys = new RedisKeys(prefix);
+  }
 
   private key(runId: string): string {
-    return `${this.prefix}:run:${runId}`;
+    return this.keys.run(runId);
   }
 
   async save(record: RunRecord): Promise<void> {

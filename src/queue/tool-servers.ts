@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { RedisKeys } from './keys.js';
 
 /** One MCP server as one worker sees it. */
 export interface ToolServerStatus {
@@ -12,7 +13,7 @@ export interface ToolServerStatus {
 const FRESH_MS = 60_000;
 export const REPORT_EVERY_MS = 15_000;
 
-const key = (prefix: string) => `${prefix}:mcp:workers`;
+const key = (prefix: string) => new RedisKeys(prefix).toolServerReports;
 
 /**
  * Where each worker reports the MCP servers it is connected to, so a gateway's /readyz can name a

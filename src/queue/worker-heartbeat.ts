@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { RedisKeys } from './keys.js';
 
 /** A worker counts as running while its last beat is younger than this (it beats every BEAT_EVERY_MS). */
 const ALIVE_MS = 15_000;
 const BEAT_EVERY_MS = 5_000;
 
-const key = (prefix: string) => `${prefix}:workers`;
+const key = (prefix: string) => new RedisKeys(prefix).workers;
 
 /**
  * The workers of this queue, each a member of one sorted set under QUEUE_PREFIX scored by when

@@ -164,7 +164,7 @@ export class ScheduleBook {
   /** No more firings until resumed (the job scheduler is removed; the record stays). */
   async pause(id: string, by: 'failures' | 'operator'): Promise<Schedule | undefined> {
     const changed = await this.store.setState(id, 'paused', by);
-    if (changed === 0) return undefined;
+    if (changed === 'none') return undefined;
     await this.queue.removeJobScheduler(id);
     return this.store.get(id);
   }
@@ -172,7 +172,7 @@ export class ScheduleBook {
   /** Fires again from now on, its failure count cleared; a missed one-off fires at once. */
   async resume(id: string, now = Date.now()): Promise<ScheduleView | undefined> {
     const changed = await this.store.setState(id, 'active');
-    if (changed === 0) return undefined;
+    if (changed === 'none') return undefined;
     const schedule = await this.store.get(id);
     if (!schedule) return undefined;
     await this.arm(schedule, now);

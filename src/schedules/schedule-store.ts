@@ -108,7 +108,7 @@ end
 if was == ARGV[1] then return 2 end
 return 1
 `,
-  decode: byCode({ 0: 0, 1: 1, 2: 2 }),
+  decode: byCode({ 0: 'none', 1: 'changed', 2: 'already' }),
 });
 
 /** Whether a firing counts toward pausing its schedule. */
@@ -200,8 +200,8 @@ export class ScheduleStore {
     return deleted === 1;
   }
 
-  /** 0: no such schedule · 1: changed · 2: it already was in that state. */
-  async setState(id: string, state: ScheduleState, pausedBy?: 'failures' | 'operator'): Promise<0 | 1 | 2> {
+  /** `none`: no such schedule · `already`: it already was in that state. */
+  async setState(id: string, state: ScheduleState, pausedBy?: 'failures' | 'operator'): Promise<'none' | 'changed' | 'already'> {
     return runScript(this.redis, SET_STATE, { keys: { schedule: this.key(id) }, args: { state, pausedBy: pausedBy ?? '' } });
   }
 

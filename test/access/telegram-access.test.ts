@@ -161,19 +161,25 @@ describe('telegram access: allowlist, groups, rate limit and queue cap', () => {
     expect(seen).not.toContain('burst 5');
   });
 
-  it('SESSION_QUEUE_MAX: a message past the cap is refused with a notice, never dropped silently', async () => {
+  it('SESSION_QUEUE_MAX: a message past the cap is refused with a notice, never dropped silently; the running turn does not count', async () => {
     h.stack.fake.setHandler(async (req) => {
       await new Promise((r) => setTimeout(r, 1_500));
       return { content: `ack: ${lastUser(req.body.messages as ChatMessage[])}` };
     });
-    h.dm(7003, 'q1');
-    await waitFor('q1 running', () => h.stack.fake.requests.some((r) => lastUser(r.body.messages as ChatMessage[]) === 'q1'));
-    h.dm(7003, 'q2');
-    await waitFor('q2 waiting', async () => (await h.stack.redis.llen(h.stack.keys.inbox('telegram:7003'))) === 2);
-    h.dm(7003, 'q3');
-    await waitFor('the refusal', () => texts(7003).some((t) => t.includes('messages are already waiting')));
-    await waitFor('q2 answered', () => texts(7003).includes('ack: q2'), 20_000);
-    expect(h.userTexts().flat().some((t) => t.includes('q3'))).toBe(false);
+    // Four people in one group (one message each: USER_RATE_LIMIT stays out of it), so each message is a turn of its own.
+    const mention = { entities: [{ type: 'mention', offset: 0, length: BOT_USERNAME.length + 1 }] };
+    const ask = (n: number) => h.group(-1007, `@${BOT_USERNAME} q${n}`, { ...mention, from: { id: 7100 + n, is_bot: false, first_name: `P${n}` } });
+    const inbox = () => h.stack.redis.llen(h.stack.keys.inbox('telegram:-1007'));
+    ask(1);
+    await waitFor('q1 running', () => h.stack.fake.requests.some((r) => lastUser(r.body.messages as ChatMessage[]).endsWith('q1')));
+    ask(2);
+    await waitFor('q2 waiting', async () => (await inbox()) === 2);
+    ask(3);
+    await waitFor('q3 waiting beside q2 (the running q1 is not counted)', async () => (await inbox()) === 3);
+    ask(4);
+    await waitFor('the refusal', () => texts(-1007).some((t) => t.includes('2 messages are already waiting')));
+    await waitFor('q3 answered', () => texts(-1007).some((t) => t.startsWith('ack:') && t.endsWith('q3')), 20_000);
+    expect(h.userTexts().flat().some((t) => t.includes('q4'))).toBe(false);
     const metrics = await h.stack.metrics.registry.getSingleMetricAsString('switchboard_refusals_total');
     expect(metrics).toMatch(/reason="queue_full"} 1/);
     expect(metrics).toMatch(/reason="rate_limited"} 2/);

@@ -73,6 +73,31 @@ describe('limits (terminal channel, worker processes, real Redis)', () => {
     expect(await h.historyTexts('b')).toEqual(['hello', 'read the notes', 'one more']);
   }, 60_000);
 
+  it('SESSION_QUEUE_MAX counts waiting messages only: with a cap of 2, one running and one waiting, a third is accepted and a fourth refused', async () => {
+    // The first turn's model call takes long enough for the rest to arrive while it runs.
+    h = await PipelineHarness.start('queue-max', { delayMs: (req) => (lastUser(req).startsWith('q one') ? 2_000 : 5), env: { RECONCILE_INTERVAL_MS: '3600000' } });
+    await h.addWorkers(1);
+    const cap = 2;
+    const enqueue = async (text: string) => {
+      const message = h!.message('q', text);
+      return { message, status: (await h!.producer.enqueue(message, cap)).status };
+    };
+
+    const one = await enqueue('q one');
+    expect(one.status).toBe('queued');
+    await waitFor('the first turn running', () => h!.intervals.some((t) => t.messages.includes('q one')), 30_000);
+    const two = await enqueue('q two');
+    const three = await enqueue('q three');
+    const four = await enqueue('q four');
+    expect([two.status, three.status, four.status]).toEqual(['queued', 'queued', 'full']);
+
+    await h.waitEnded(['q'], [one.message.id, two.message.id, three.message.id], 30_000);
+    expect(await h.historyTexts('q')).toEqual(['q one', 'q two', 'q three']);
+    // Once the turns are committed nothing counts as taken: the cap applies to an empty inbox again.
+    expect(await h.redis.exists(h.keys.taken(sessionKeyOf({ platform: 'terminal', conversation: 'q' })))).toBe(0);
+    expect((await enqueue('q five')).status).toBe('queued');
+  }, 60_000);
+
   it('MESSAGE_MAX_CHARS: a longer message is saved whole in the workspace; the model reads its beginning and where the rest is', async () => {
     h = await PipelineHarness.start('long-message', { env: { MESSAGE_MAX_CHARS: '1000', RECONCILE_INTERVAL_MS: '3600000' } });
     h.fake.setHandler(() => ({ content: 'I see the start of it.' }));

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { RedisKeys } from '../../queue/keys.js';
 import type { InboundMessage } from '../types.js';
 
 /** 2015-01-01T00:00:00Z: snowflakes count milliseconds from here. */
@@ -85,5 +86,5 @@ export function cardNonce(approvalId: string): string {
 
 /** Redis key of a slash command's interaction (for answering it when its turn was folded into a later one). */
 export function interactionKey(prefix: string, messageId: string): string {
-  return `${prefix}:discord:ix:${messageId}`;
+  return new RedisKeys(prefix).discordInteraction(messageId);
 }

@@ -4,6 +4,8 @@
  * (same event_id) and the app_mention + message twin (two event_ids, one message) collapse.
  */
 
+import { RedisKeys } from '../../queue/keys.js';
+
 export interface MessageRef {
   channel: string;
   ts: string;
@@ -36,5 +38,5 @@ export function isDirect(channel: string, channelType?: string): boolean {
 
 /** A thread in which the bot has answered (for follow-ups without a mention). */
 export function engagedThreadKey(prefix: string, channel: string, thread: string): string {
-  return `${prefix}:slack:engaged:${channel}:${thread}`;
+  return new RedisKeys(prefix).slackEngagedThread(channel, thread);
 }

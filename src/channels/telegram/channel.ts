@@ -14,6 +14,7 @@ import type { ChannelApprovals, ChannelDecideResult, ChannelHealth, ChannelIntak
 import { CLOUD_DOWNLOAD_LIMIT } from './download.js';
 import { describeTelegramError, grammySignal, redactNetworkErrors, withTelegramRetries } from './errors.js';
 import { sleep } from '../../lib/sleep.js';
+import { RedisKeys } from '../../queue/keys.js';
 import { botIdOf } from './ids.js';
 import { ASK_COMMAND, normaliseMessage, type BotIdentity } from './inbound.js';
 import { PollingLease } from './lease.js';
@@ -144,7 +145,7 @@ export class TelegramChannel {
       api: this.bot.api,
       handle: (u) => this.handleUpdate(u),
       log: this.log,
-      lease: new PollingLease(this.deps.redis, `${this.deps.prefix}:telegram:poller:${botIdOf(settings.token)}`, `${process.pid}-${randomUUID()}`, p.leaseTtlMs ?? 30_000),
+      lease: new PollingLease(this.deps.redis, new RedisKeys(this.deps.prefix).telegramPoller(botIdOf(settings.token)), `${process.pid}-${randomUUID()}`, p.leaseTtlMs ?? 30_000),
       allowedUpdates: ALLOWED_UPDATES,
       ...p,
     });

@@ -1,20 +1,33 @@
 import type { Redis } from 'ioredis';
+import { byCode, defineScript, runScript } from '../../queue/redis-scripts.js';
 
-// KEYS: lease   ARGV: holder, ttl ms. Takes a free lease or extends our own; 1 when held.
-const ACQUIRE = `
+// Takes a free lease or extends our own.
+const ACQUIRE = defineScript({
+  name: 'sbLeaseAcquire',
+  keys: ['lease'],
+  args: ['holder', 'ttlMs'],
+  lua: `
 local holder = redis.call('GET', KEYS[1])
 if holder == false or holder == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
   return 1
 end
 return 0
-`;
+`,
+  decode: byCode({ 1: 'held', 0: 'taken' }),
+});
 
-// KEYS: lease   ARGV: holder. Releases the lease only if it is still ours.
-const RELEASE = `
+// Releases the lease only if it is still ours.
+const RELEASE = defineScript({
+  name: 'sbLeaseRelease',
+  keys: ['lease'],
+  args: ['holder'],
+  lua: `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
-`;
+`,
+  decode: byCode({ 1: 'released', 0: 'not_ours' }),
+});
 
 /**
  * One long-polling gateway per bot token among the gateways sharing a Redis: the poller holds
@@ -33,11 +46,11 @@ export class PollingLease {
 
   /** Takes the lease when free, or extends ours. False when another gateway holds it. */
   async acquire(): Promise<boolean> {
-    return (await this.redis.eval(ACQUIRE, 1, this.key, this.holder, this.ttlMs)) === 1;
+    return (await runScript(this.redis, ACQUIRE, { keys: { lease: this.key }, args: { holder: this.holder, ttlMs: this.ttlMs } })) === 'held';
   }
 
   async release(): Promise<void> {
-    await this.redis.eval(RELEASE, 1, this.key, this.holder);
+    await runScript(this.redis, RELEASE, { keys: { lease: this.key }, args: { holder: this.holder } });
   }
 
   /** Who holds the lease now (for readiness). */

@@ -1,3 +1,4 @@
+import { RedisKeys } from '../../queue/keys.js';
 import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, PostKind } from '../types.js';
 
 /**
@@ -14,7 +15,7 @@ export type TerminalEvent =
   | { type: 'approval'; to: string; card: ApprovalCard }
   | { type: 'approval_decided'; to: string; card: ApprovalCard; outcome: ApprovalOutcome };
 
-export const terminalStreamKey = (prefix: string, conversation: string) => `${prefix}:term:${encodeURIComponent(conversation)}`;
+export const terminalStreamKey = (prefix: string, conversation: string) => new RedisKeys(prefix).terminalStream(conversation);
 
 /** Events kept per terminal session stream. */
 export const STREAM_MAXLEN = 1_000;
