@@ -2,7 +2,7 @@ import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
-import type { PieceLedger, WriteFailure } from '../delivery/pieces.js';
+import type { PieceLedger, WriteFailure } from './kit/pieces.js';
 import type { CommandName } from './commands.js';
 
 /**

@@ -4,7 +4,7 @@ import { connectRedis } from '../queue/connection.js';
 import { ensureRedis, RedisUnavailableError } from './redis-bootstrap.js';
 import { PairingStore } from '../access/pairing-store.js';
 import { PairingAdmin, type PairingDecision } from '../access/pairing-admin.js';
-import { outboundNotify } from '../access/notify.js';
+import { outboundNotify } from '../roles/outbound-notify.js';
 import { PAIRING_PLATFORMS } from '../http/pairing-api.js';
 
 const USAGE = `usage: npm run admin -- pairing <command>

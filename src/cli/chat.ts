@@ -8,12 +8,12 @@ import { connectRedis } from '../queue/connection.js';
 import { SessionKeys } from '../queue/keys.js';
 import { createRunQueue } from '../queue/run-queue.js';
 import { Producer } from '../queue/producer.js';
-import { SessionControl } from '../queue/control.js';
+import { SessionControl } from '../session/control.js';
 import { TerminalClient, type TerminalOutput } from '../channels/terminal/client.js';
 import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
-import { Intake } from '../channels/intake.js';
+import { Intake } from '../intake/intake.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
-import { ApprovalDesk } from '../queue/approvals.js';
+import { ApprovalDesk } from '../approvals/desk.js';
 import { countWorkers } from '../queue/worker-heartbeat.js';
 import { ListeningWatch, UNTAKEN_AFTER_MS } from './listening.js';
 

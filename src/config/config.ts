@@ -3,7 +3,7 @@ import type { AgentLimits } from '../agent/types.js';
 import type { ExecOptions } from '../tools/sandbox.js';
 import type { ApprovalRule } from '../tools/policy.js';
 import type { Env } from './schema.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../lib/config-error.js';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 

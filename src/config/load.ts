@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { envSchema, type Env } from './schema.js';
 import { deriveConfig, type Config } from './config.js';
 
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../lib/config-error.js';
 
 export { ConfigError };
 

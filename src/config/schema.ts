@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { isTimezone } from '../schedules/when.js';
+import { isTimezone } from '../lib/time.js';
 
 /**
  * The configuration contract of ../DESIGN.md, plus the knobs of the queue and the agent loop.

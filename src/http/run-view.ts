@@ -1,7 +1,7 @@
 import type { ChatMessage } from '../agent/types.js';
 import { clip } from '../lib/text.js';
-import type { JournalEntry } from '../queue/journal.js';
-import type { RunRecord } from '../queue/run-record.js';
+import type { JournalEntry } from '../session/journal.js';
+import type { RunRecord } from '../run/record.js';
 import { escapeHtml as e, page } from './html.js';
 
 function contentText(m: ChatMessage): string {

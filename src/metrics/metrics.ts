@@ -1,8 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type HistogramConfiguration, type LabelValues } from 'prom-client';
 import type { AgentEvent, FailureReason, RunOutcome, TerminalState } from '../agent/types.js';
 import { COMMANDS } from '../channels/commands.js';
-import type { PostKind, RefusalReason } from '../channels/types.js';
-import type { ApprovalRecord } from '../queue/approvals.js';
+import type { ApprovalOutcome, PostKind, RefusalReason } from '../channels/types.js';
 
 /** Run and wait times span milliseconds (a cached answer) to many minutes (a long agent run). */
 const SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -28,8 +27,8 @@ const STATES = every<TerminalState>()(['completed', 'failed', 'cancelled']);
 const RUN_REASONS = [...every<FailureReason>()(['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed', 'run_timeout', 'budget']), 'none'];
 const REFUSAL_REASONS = [...every<RefusalReason>()(['pairing', 'not_allowed', 'dm_disabled', 'channel_not_allowed', 'rate_limited']), 'queue_full', 'budget'];
 const COMMAND_NAMES = [...Object.keys(COMMANDS), UNKNOWN];
-const APPROVAL_OUTCOMES = every<Exclude<ApprovalRecord['status'], 'pending'>>()(['approved', 'denied', 'expired', 'cancelled']);
-/** FiringMetricOutcome (schedules/firing.ts, which imports this module: listed by hand). */
+const APPROVAL_OUTCOMES = every<ApprovalOutcome['decision']>()(['approved', 'denied', 'expired', 'cancelled']);
+/** FiringMetricOutcome (intake/schedule-firing.ts, which imports this module: listed by hand). */
 const FIRING_OUTCOMES = ['completed', 'failed', 'cancelled', 'undeliverable', 'duplicate', 'queue_full', 'deleted', 'paused', 'refused'];
 const SUMMARY_OUTCOMES = ['ok', 'failed', 'skipped'];
 const DELIVERY_KINDS = [...every<PostKind>()(['status', 'answer', 'notice']), 'edit'];

@@ -2,10 +2,30 @@ import type { Redis } from 'ioredis';
 import type { InboundMessage } from '../channels/types.js';
 import { sessionKeyOf } from '../channels/session-key.js';
 import { SessionKeys } from './keys.js';
-import { runScript } from './redis-scripts.js';
-import { ENQUEUE } from './scripts.js';
+import { defineScript, runScript } from './redis-scripts.js';
 import { addRunJob, type RunQueue } from './run-queue.js';
 import { forDisplay, jobName } from './job-data.js';
+
+export type Enqueued = { kind: 'queued'; length: number } | { kind: 'duplicate' | 'full' };
+
+// → the inbox length, -1 (a duplicate event) or -2 (full: `max` messages wait already; not queued,
+// not marked seen). Waiting messages are the inbox less the head the running turn has taken.
+export const ENQUEUE = defineScript({
+  name: 'sbEnqueue',
+  keys: ['seen', 'inbox', 'pending', 'taken'],
+  args: ['message', 'seenTtl', 'session', 'max'],
+  lua: `
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+local max = tonumber(ARGV[4])
+if max > 0 and redis.call('LLEN', KEYS[2]) - tonumber(redis.call('GET', KEYS[4]) or '0') >= max then return -2 end
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[2])
+redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[3])
+return redis.call('LLEN', KEYS[2])
+`,
+  decode: (reply, unexpected): Enqueued =>
+    reply === -1 ? { kind: 'duplicate' } : reply === -2 ? { kind: 'full' } : typeof reply === 'number' && reply > 0 ? { kind: 'queued', length: reply } : unexpected(),
+});
 
 /** How long a platform event id is remembered for de-duplication of redeliveries. */
 export const SEEN_TTL_SECONDS = 24 * 3600;

@@ -10,12 +10,12 @@ import type { Logger } from '../log.js';
 import { connectRedis } from '../queue/connection.js';
 import { SessionKeys } from '../queue/keys.js';
 import { createRunQueue } from '../queue/run-queue.js';
-import { startRunWorker } from '../queue/worker.js';
-import { RunStore } from '../queue/run-record.js';
-import { ApprovalDesk } from '../queue/approvals.js';
+import { startRunWorker } from '../run/worker.js';
+import { RunStore } from '../run/record.js';
+import { ApprovalDesk } from '../approvals/desk.js';
 import { ToolPolicy } from '../tools/policy.js';
 import { checkExecRuntime, type ExecOptions } from '../tools/index.js';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../lib/config-error.js';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { loadMcpConfig, McpRegistry } from '../tools/mcp/index.js';
@@ -29,7 +29,7 @@ import { Producer } from '../queue/producer.js';
 import { AccessGate } from '../access/gate.js';
 import { PairingStore } from '../access/pairing-store.js';
 import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
-import { startFiringWorker } from '../schedules/firing.js';
+import { startFiringWorker } from '../intake/schedule-firing.js';
 
 export interface Role {
   /** `force`: leave active runs to be picked up by another worker instead of waiting for them. */

@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
-import { DateTime, IANAZone } from 'luxon';
+import { DateTime } from 'luxon';
+import { isTimezone } from '../lib/time.js';
 
 /**
  * When a schedule fires, as BullMQ's job scheduler is given it: a cron pattern read in an IANA
@@ -22,10 +23,6 @@ export interface WhenOptions {
 const ISO_START = /^\d{4}-\d{2}-\d{2}/;
 /** Firings looked at to find a cron's shortest interval. */
 const SAMPLED = 6;
-
-export function isTimezone(name: string): boolean {
-  return IANAZone.isValidZone(name);
-}
 
 /** `when` is a cron expression (5 fields, or 6 with seconds first) or an ISO 8601 date-time; `tz` an IANA name. */
 export function parseWhen(when: string, tz: string | undefined, options: WhenOptions): WhenResult {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PipelineHarness } from '../helpers/pipeline.js';
 import { waitFor } from '../helpers/processes.js';
-import { SessionControl } from '../../src/queue/control.js';
+import { SessionControl } from '../../src/session/control.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
 
 const key = (conversation: string) => sessionKeyOf({ platform: 'terminal', conversation });

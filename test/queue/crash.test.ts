@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PipelineHarness } from '../helpers/pipeline.js';
 import { waitFor } from '../helpers/processes.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
-import { MAX_CLAIMS } from '../../src/queue/turn.js';
+import { MAX_CLAIMS } from '../../src/session/turn.js';
 
 // Short locks so a dead worker's runs come back in about 2-3 s (lock 2 s + stalled checks every 1 s).
 const FAST_LOCKS = { LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000', WORKER_CONCURRENCY: '8', RECONCILE_INTERVAL_MS: '3600000' };

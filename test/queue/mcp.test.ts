@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PipelineHarness } from '../helpers/pipeline.js';
 import { waitFor } from '../helpers/processes.js';
 import { stdioEntry, writeMcpConfig } from '../fakes/mcp-harness.js';
-import { ApprovalDesk } from '../../src/queue/approvals.js';
+import { ApprovalDesk } from '../../src/approvals/desk.js';
 import type { ChatMessage } from '../../src/agent/types.js';
 import type { RecordedRequest, Step } from '../fakes/openai-server.js';
 

@@ -5,11 +5,11 @@ import { PipelineHarness } from '../helpers/pipeline.js';
 import { waitFor } from '../helpers/processes.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
 import { workspaceFolderName } from '../../src/tools/workspace.js';
-import type { JournalEntry } from '../../src/queue/journal.js';
-import type { OutboxRecord } from '../../src/delivery/reply.js';
+import type { JournalEntry } from '../../src/session/journal.js';
+import type { OutboxRecord } from '../../src/run/delivery/reply.js';
 import type { InboundMessage } from '../../src/channels/types.js';
 import type { RecordedRequest } from '../fakes/openai-server.js';
-import { MAX_CLAIMS } from '../../src/queue/turn.js';
+import { MAX_CLAIMS } from '../../src/session/turn.js';
 
 /**
  * Resume at each journal point, with real Redis and a real worker process: the session's journal

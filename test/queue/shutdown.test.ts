@@ -5,7 +5,7 @@ import { PipelineHarness } from '../helpers/pipeline.js';
 import { waitFor } from '../helpers/processes.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
 import { workspaceFolderName } from '../../src/tools/workspace.js';
-import type { JournalEntry } from '../../src/queue/journal.js';
+import type { JournalEntry } from '../../src/session/journal.js';
 import type { RecordedRequest } from '../fakes/openai-server.js';
 
 const FAST_LOCKS = { LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000', RECONCILE_INTERVAL_MS: '3600000' };

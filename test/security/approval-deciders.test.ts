@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { AccessGate } from '../../src/access/gate.js';
-import { gatedApprovals } from '../../src/access/gated-approvals.js';
+import { gatedApprovals } from '../../src/approvals/gated.js';
 import { PairingStore } from '../../src/access/pairing-store.js';
 import { bindingOf } from '../../src/agent/approval-binding.js';
 import { deriveConfig } from '../../src/config/config.js';
 import { parseEnv } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
-import { ApprovalDesk, type ApprovalRecord } from '../../src/queue/approvals.js';
+import { ApprovalDesk, type ApprovalRecord } from '../../src/approvals/desk.js';
 import { SessionKeys } from '../../src/queue/keys.js';
 import { createRunQueue, type RunQueue } from '../../src/queue/run-queue.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../helpers/redis.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/channels/types.js';
 import { parseCommand } from '../../src/channels/commands.js';
-import { selectTurn, type ClaimedMessage } from '../../src/queue/turn.js';
+import { selectTurn, type ClaimedMessage } from '../../src/session/turn.js';
 
 /**
  * Finding (medium): in a turn folded from several people's messages the last sender became the

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
+import { ConfigError } from '../../src/lib/config-error.js';
 import { loadMcpConfig, type McpHttpServer, type McpStdioServer } from '../../src/tools/mcp/index.js';
 
 let dir: string;

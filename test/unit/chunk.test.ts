@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitMessage } from '../../src/delivery/chunk.js';
+import { splitMessage } from '../../src/channels/kit/chunk.js';
 
 const fences = (s: string) => s.split('\n').filter((l) => /^\s*```/.test(l)).length;
 

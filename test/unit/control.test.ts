@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { formatStatus, SessionControl, type SessionStatus } from '../../src/queue/control.js';
+import { formatStatus, SessionControl, type SessionStatus } from '../../src/session/control.js';
 import { SessionKeys } from '../../src/queue/keys.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../helpers/redis.js';

@@ -1,11 +1,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { progressLine } from '../../src/delivery/progress-lines.js';
-import { honestLine } from '../../src/delivery/honest-line.js';
-import { ProgressReporter } from '../../src/delivery/progress.js';
-import { deliverReply, type OutboxRecord } from '../../src/delivery/reply.js';
-import type { WriteFailure } from '../../src/delivery/pieces.js';
+import { progressLine } from '../../src/run/delivery/progress-lines.js';
+import { honestLine } from '../../src/run/delivery/honest-line.js';
+import { ProgressReporter } from '../../src/run/delivery/progress.js';
+import { deliverReply, type OutboxRecord } from '../../src/run/delivery/reply.js';
+import type { WriteFailure } from '../../src/channels/kit/pieces.js';
 import type { AgentEvent, FailureReason, RunOutcome } from '../../src/agent/types.js';
 import type { DeliveredOutcome, InboundMessage, OutboundAdapter, PostKind } from '../../src/channels/types.js';
 import type { Logger } from '../../src/log.js';

@@ -7,10 +7,10 @@ import { compactTurn, IMAGE_NOT_KEPT } from '../../src/agent/history.js';
 import type { ChatMessage } from '../../src/agent/types.js';
 import type { Attachment, InboundMessage } from '../../src/channels/types.js';
 import { createLogger } from '../../src/log.js';
-import type { SavedAttachment } from '../../src/queue/attachments.js';
-import { imagesOf, sniffImage } from '../../src/queue/images.js';
-import { recordTranscript } from '../../src/queue/run-record.js';
-import { toUserMessage } from '../../src/queue/turn.js';
+import type { SavedAttachment } from '../../src/session/journal.js';
+import { imagesOf, sniffImage } from '../../src/run/input/images.js';
+import { recordTranscript } from '../../src/run/record.js';
+import { toUserMessage } from '../../src/run/input/user-message.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 /** The smallest valid 1×1 PNG. */

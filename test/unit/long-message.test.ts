@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fitMessages, longMessagePath } from '../../src/queue/long-message.js';
+import { fitMessages, longMessagePath } from '../../src/run/input/long-message.js';
 import { terminalMessage } from '../../src/channels/terminal/inbound.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import { createLogger } from '../../src/log.js';

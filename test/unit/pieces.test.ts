@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { memoryLedger, sendPieces, type WriteFailure } from '../../src/delivery/pieces.js';
+import { memoryLedger, sendPieces, type WriteFailure } from '../../src/channels/kit/pieces.js';
 
 class Failing extends Error {
   constructor(readonly how: WriteFailure) {

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { byCode, defineScript, runScript, ScriptReplyError } from '../../src/queue/redis-scripts.js';
 import { SessionKeys } from '../../src/queue/keys.js';
-import { ENQUEUE } from '../../src/queue/scripts.js';
+import { ENQUEUE } from '../../src/queue/producer.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../helpers/redis.js';
 
 const redis = testRedis();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withRetries, type CallFailure } from '../../src/channels/retry.js';
+import { withRetries, type CallFailure } from '../../src/channels/kit/retry.js';
 
 class Failed extends Error {
   constructor(readonly failure: CallFailure) {

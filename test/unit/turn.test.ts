@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_CLAIMS, selectTurn, toUserMessage, type ClaimedMessage } from '../../src/queue/turn.js';
+import { MAX_CLAIMS, selectTurn, type ClaimedMessage } from '../../src/session/turn.js';
+import { toUserMessage } from '../../src/run/input/user-message.js';
 import type { Attachment, InboundMessage } from '../../src/channels/types.js';
 
 function message(id: string, text: string, extra: Partial<InboundMessage> = {}): InboundMessage {

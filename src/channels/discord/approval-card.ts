@@ -1,5 +1,5 @@
 import type { ApprovalCard, ApprovalOutcome } from '../types.js';
-import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
+import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { clip, cutAt } from '../../lib/text.js';
 import { approvalCustomId } from './approval-data.js';
 import { MESSAGE_LIMIT } from './ids.js';

@@ -1,5 +1,5 @@
-import type { CallFailure } from '../retry.js';
-import type { WriteFailure } from '../../delivery/pieces.js';
+import type { CallFailure } from '../kit/retry.js';
+import type { WriteFailure } from '../kit/pieces.js';
 
 /**
  * Discord REST failures, by cause. `classify` maps one HTTP response to one of them; the retry

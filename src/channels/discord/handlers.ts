@@ -4,14 +4,14 @@ import type { Logger } from '../../log.js';
 import { decidedText } from './approval-card.js';
 import { parseApprovalCustomId } from './approval-data.js';
 import { unknownCommandText } from '../commands.js';
-import { replyOf } from '../intake.js';
+import { replyOf } from '../kit/intake-reply.js';
 import { sessionKeyOf } from '../session-key.js';
 import type { ChannelApprovals, ChannelDecideResult, ChannelIntake, InboundMessage, OutboundAdapter } from '../types.js';
 import { interactionKey, interactionOf, tokenLifeLeftMs } from './ids.js';
 import { safeError } from './errors.js';
 import { commandSession, normaliseCommand, normaliseMessage, type BotIdentity } from './inbound.js';
 import { buttonView, commandView, messageView } from './views.js';
-import { cardOf, refusalText } from '../../delivery/approval-card.js';
+import { cardOf, refusalText } from '../kit/approval-card.js';
 
 export interface HandlerDeps {
   intake: ChannelIntake;

@@ -1,4 +1,4 @@
-import { withRetries as retryCall } from '../retry.js';
+import { withRetries as retryCall } from '../kit/retry.js';
 import { classify, discordCallFailure, DiscordNetworkError, redactRoute } from './errors.js';
 
 export const DISCORD_API = 'https://discord.com/api';

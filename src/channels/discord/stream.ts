@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { splitMessage } from '../../delivery/chunk.js';
+import { splitMessage } from '../kit/chunk.js';
 import type { InboundMessage } from '../types.js';
 import { toDiscordMarkdown } from './format.js';
 import { MESSAGE_LIMIT, ORIGINAL } from './ids.js';

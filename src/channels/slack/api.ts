@@ -1,5 +1,5 @@
-import type { WriteFailure } from '../../delivery/pieces.js';
-import { withRetries, type CallFailure } from '../retry.js';
+import type { WriteFailure } from '../kit/pieces.js';
+import { withRetries, type CallFailure } from '../kit/retry.js';
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type FetchFunction, type Logger as SlackLogger } from '@slack/web-api';
 
 /** Slack's Web API base when SLACK_API_URL is not set. */

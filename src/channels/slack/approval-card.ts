@@ -1,6 +1,6 @@
 import type { types as SlackTypes } from '@slack/bolt';
 import type { ApprovalCard, ApprovalOutcome } from '../types.js';
-import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
+import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { approvalAction } from './approval-data.js';
 import { escapePlain } from './format.js';
 

@@ -1,7 +1,7 @@
 import { isForeign } from './inbound.js';
 import type { ChannelApprovals, ChannelDecideResult } from '../types.js';
 import { parseApprovalAction } from './approval-data.js';
-import { refusalText } from '../../delivery/approval-card.js';
+import { refusalText } from '../kit/approval-card.js';
 
 /** The fields of a `block_actions` interaction (a button click on a message) this channel reads. */
 export interface SlackBlockActions {

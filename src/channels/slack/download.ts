@@ -1,4 +1,4 @@
-import { readCapped } from '../../delivery/read-capped.js';
+import { readCapped } from '../kit/read-capped.js';
 import { formatDecimalBytes } from '../../lib/text.js';
 import type { Attachment } from '../types.js';
 

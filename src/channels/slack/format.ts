@@ -1,5 +1,5 @@
 import slackifyMarkdown from 'slackify-markdown';
-import { splitMessage } from '../../delivery/chunk.js';
+import { splitMessage } from '../kit/chunk.js';
 import { clip } from '../../lib/text.js';
 
 /**

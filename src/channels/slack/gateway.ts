@@ -1,6 +1,6 @@
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
-import { replyOf } from '../intake.js';
+import { replyOf } from '../kit/intake-reply.js';
 import type { ChannelHealth, GatewayContext, InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall, SlackRefused } from './api.js';
 import { APPROVAL_ACTION_IDS } from './approval-data.js';
@@ -9,7 +9,7 @@ import { engagedThreadKey } from './ids.js';
 import { askToInbound, classifyEvent, parseAsk, toInbound, type SlackCommandPayload, type SlackMessageEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
 import { slackCommandSchema, slackMessageEventSchema } from './payload-schema.js';
-import { malformed } from '../payload.js';
+import { malformed } from '../kit/payload.js';
 import { slackLogger } from './logger.js';
 import { chooseTransport, DeferredAckSocketReceiver, httpReceiver, type Transport } from './transport.js';
 

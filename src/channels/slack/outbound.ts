@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger as SlackLogger, WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
-import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
 import { clip } from '../../lib/text.js';
 import { apiBase, createWebClient, SlackRefused, slackCall, slackWriteFailure, type CallOptions } from './api.js';
 import { cardMessage, decidedMessage } from './approval-card.js';
@@ -12,7 +12,7 @@ import { escapePlain, slackPieces, statusText } from './format.js';
 import { engagedThreadKey, isDirect, parseMessageKey } from './ids.js';
 import { SLACK_UPLOAD_MAX_BYTES, uploadArguments, uploadedFileId, uploadTransport } from './upload.js';
 import { SlackStreams, STREAM_INTERVAL_MS } from './stream.js';
-import { previewsAllowed, type PreviewKind } from '../link-previews.js';
+import { previewsAllowed, type PreviewKind } from '../kit/link-previews.js';
 
 export interface SlackOutboundOptions {
   token: string;

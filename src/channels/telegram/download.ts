@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import type { Api } from 'grammy';
 import { GrammyError } from 'grammy';
 import { grammySignal, withTelegramRetries } from './errors.js';
-import { readCapped } from '../../delivery/read-capped.js';
+import { readCapped } from '../kit/read-capped.js';
 import { formatDecimalBytes } from '../../lib/text.js';
 
 /** Telegram's cloud Bot API hands out files up to 20 MB (getFile); a local Bot API server has no such cap. */

@@ -1,6 +1,6 @@
 import { GrammyError, HttpError, type Transformer } from 'grammy';
-import type { WriteFailure } from '../../delivery/pieces.js';
-import { withRetries, type CallFailure } from '../retry.js';
+import type { WriteFailure } from '../kit/pieces.js';
+import { withRetries, type CallFailure } from '../kit/retry.js';
 
 /**
  * What a failed Bot API call means for the next decision. One function maps grammY's errors

@@ -2,7 +2,7 @@ import { Api } from 'grammy';
 import type { Config } from '../../config/config.js';
 import type { Logger } from '../../log.js';
 import type { ChannelModule, GatewayContext, OutboundContext } from '../types.js';
-import { TelegramChannel, type TelegramGatewayDeps } from './channel.js';
+import { TelegramChannel, type TelegramGatewayDeps } from './gateway.js';
 import { redactNetworkErrors } from './errors.js';
 import { PLATFORM } from './ids.js';
 import { TelegramOutbound } from './outbound.js';

@@ -1,19 +1,19 @@
 import { randomInt } from 'node:crypto';
 import { InputFile, type Api } from 'grammy';
 import type { Logger } from '../../log.js';
-import { splitMessage } from '../../delivery/chunk.js';
+import { splitMessage } from '../kit/chunk.js';
 import type { ApprovalCard, ApprovalOutcome, Attachment, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
-import { cardFooter, cardSubject, decisionLine } from '../../delivery/approval-card.js';
+import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { approvalData } from './approval-data.js';
-import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
 import { classifyTelegramError, describeTelegramError, grammySignal, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
 import { sleep } from '../../lib/sleep.js';
-import type { CallFailure } from '../retry.js';
+import type { CallFailure } from '../kit/retry.js';
 import { downloadFile } from './download.js';
 import { escapeHtml, toTelegramHtml, visibleLength } from './format.js';
 import { chatIdOf, isGroup, PLATFORM, threadIdOf } from './ids.js';
 import { ChatPacer } from './pacing.js';
-import { previewsAllowed, type PreviewKind } from '../link-previews.js';
+import { previewsAllowed, type PreviewKind } from '../kit/link-previews.js';
 
 /** Telegram's limit: 4,096 UTF-16 units of text after entity parsing. */
 export const TELEGRAM_TEXT_LIMIT = 4096;

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { ApprovalCard, ChannelApprovals, DeliveredOutcome } from '../types.js';
-import { cardSubject, decisionLine } from '../../delivery/approval-card.js';
-import type { Intake } from '../intake.js';
+import { cardSubject, decisionLine } from '../kit/approval-card.js';
+import type { ChannelIntake } from '../types.js';
 import { formatBytes } from '../../lib/text.js';
 import { terminalMessage } from './inbound.js';
 import { terminalStreamKey, type TerminalEvent } from './stream.js';
@@ -29,7 +29,7 @@ export class TerminalClient {
 
   constructor(
     private readonly reader: Redis,
-    private readonly intake: Intake,
+    private readonly intake: ChannelIntake,
     prefix: string,
     private readonly session: string,
     private readonly user: string,

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { ApprovalCard, ApprovalOutcome, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind } from '../types.js';
-import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../../delivery/pieces.js';
+import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
 import { STREAM_MAXLEN, terminalStreamKey, type TerminalEvent } from './stream.js';
 
 export class TerminalOutbound implements OutboundAdapter {

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config/load.js';
-import { ConfigError } from '../../config/errors.js';
+import { ConfigError } from '../../lib/config-error.js';
 import type { Config } from '../../config/config.js';
 import { fail, ok, type CheckResult } from '../types.js';
 

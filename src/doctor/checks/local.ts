@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import type { Config } from '../../config/config.js';
-import { ConfigError } from '../../config/errors.js';
+import { ConfigError } from '../../lib/config-error.js';
 import { createLogger } from '../../log.js';
 import { checkExecRuntime } from '../../tools/exec.js';
 import { loadMcpConfig, McpRegistry } from '../../tools/mcp/index.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ConfigError } from '../../config/errors.js';
+import { ConfigError } from '../../lib/config-error.js';
 
 /**
  * MCP_CONFIG: the `mcpServers` file other MCP clients use (Claude Desktop, Cursor, Claude Code),

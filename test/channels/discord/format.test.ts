@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fitStatus, toDiscordMarkdown } from '../../../src/channels/discord/format.js';
-import { splitMessage } from '../../../src/delivery/chunk.js';
+import { splitMessage } from '../../../src/channels/kit/chunk.js';
 
 describe('toDiscordMarkdown', () => {
   it('leaves what Discord renders natively as it is', () => {

@@ -5,7 +5,7 @@ import { DiscordRest } from '../../../src/channels/discord/rest.js';
 import { interactionKey, interactionOf, ORIGINAL, UPLOAD_MAX_BYTES } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
 import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
-import { memoryLedger } from '../../../src/delivery/pieces.js';
+import { memoryLedger } from '../../../src/channels/kit/pieces.js';
 import { createLogger } from '../../../src/log.js';
 import { startFakeDiscord, UPLOAD_LIMIT_BYTES, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';

@@ -5,7 +5,7 @@ import { DiscordOutbound } from '../../../src/channels/discord/outbound.js';
 import { DiscordRest } from '../../../src/channels/discord/rest.js';
 import { STREAM_INTERVAL_MS, WRITING_MARK } from '../../../src/channels/discord/stream.js';
 import { sessionKeyOf } from '../../../src/channels/session-key.js';
-import { INCOMPLETE_MARK } from '../../../src/delivery/reply.js';
+import { INCOMPLETE_MARK } from '../../../src/run/delivery/reply.js';
 import { createLogger } from '../../../src/log.js';
 import { startFakeDiscord, type FakeDiscord, type FakeInteraction, type FakeMessage, type RecordedRequest } from '../../fakes/discord-server.js';
 import { waitFor } from '../../helpers/processes.js';

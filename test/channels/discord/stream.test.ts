@@ -5,7 +5,7 @@ import { ORIGINAL } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
 import { parseStreamed } from '../../../src/channels/discord/stream.js';
 import type { InboundMessage, StreamShown } from '../../../src/channels/types.js';
-import { memoryLedger, type PieceLedger } from '../../../src/delivery/pieces.js';
+import { memoryLedger, type PieceLedger } from '../../../src/channels/kit/pieces.js';
 import { createLogger } from '../../../src/log.js';
 import { startFakeDiscord, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
 

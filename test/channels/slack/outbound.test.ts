@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { createLogger } from '../../../src/log.js';
 import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
 import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/api.js';
-import { memoryLedger } from '../../../src/delivery/pieces.js';
+import { memoryLedger } from '../../../src/channels/kit/pieces.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
 import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
 import { SLACK_UPLOAD_MAX_BYTES, uploadTransport } from '../../../src/channels/slack/upload.js';

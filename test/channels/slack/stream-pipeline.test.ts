@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionKeyOf } from '../../../src/channels/session-key.js';
 import { escapePlain, slackPieces } from '../../../src/channels/slack/format.js';
 import { STILL_WRITING, STREAM_INTERVAL_MS } from '../../../src/channels/slack/stream.js';
-import { INCOMPLETE_MARK } from '../../../src/delivery/reply.js';
+import { INCOMPLETE_MARK } from '../../../src/run/delivery/reply.js';
 import { startFakeSlack, TEAM_ID, type Call, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
 import type { Stack } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';

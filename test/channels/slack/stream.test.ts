@@ -6,7 +6,7 @@ import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
 import { SlackRateLimited } from '../../../src/channels/slack/api.js';
 import { STILL_WRITING, STREAM_SEGMENT_LIMIT } from '../../../src/channels/slack/stream.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
-import { memoryLedger } from '../../../src/delivery/pieces.js';
+import { memoryLedger } from '../../../src/channels/kit/pieces.js';
 import type { InboundMessage, StreamShown } from '../../../src/channels/types.js';
 import { BOT_TOKEN, TEAM_ID, startFakeSlack, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../../helpers/redis.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, toTelegramHtml, visibleLength } from '../../../src/channels/telegram/format.js';
-import { splitMessage } from '../../../src/delivery/chunk.js';
+import { splitMessage } from '../../../src/channels/kit/chunk.js';
 import { parseTelegramHtml } from '../../fakes/telegram-server.js';
 
 /** The fake's parser is Telegram's rules: the output must parse, and we compare the visible text. */

@@ -1,5 +1,5 @@
 import { crc32, deflateSync } from 'node:zlib';
-import { memoryLedger } from '../../../src/delivery/pieces.js';
+import { memoryLedger } from '../../../src/channels/kit/pieces.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Api, GrammyError } from 'grammy';
 import { lookup } from 'mime-types';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INCOMPLETE_MARK } from '../../../src/delivery/reply.js';
+import { INCOMPLETE_MARK } from '../../../src/run/delivery/reply.js';
 import { GROUP_CHAT_GAP_MS, PRIVATE_CHAT_GAP_MS, STILL_WRITING } from '../../../src/channels/telegram/outbound.js';
 import { waitFor } from '../../helpers/processes.js';
 import { TelegramHarness } from './harness.js';

@@ -1,0 +1,73 @@
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AgentLimits, ModelClient } from '../agent/types.js';
+import type { OutboundAdapter } from '../channels/types.js';
+import type { Logger } from '../log.js';
+import type { TokenBudget } from '../access/token-budget.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { ActiveRuns } from './active-runs.js';
+import type { RunJobData, RunResult } from '../queue/job-data.js';
+import type { SessionKeys } from '../queue/keys.js';
+import type { RunStore } from './record.js';
+import type { RunQueue } from '../queue/run-queue.js';
+import type { SessionStore } from '../session/store.js';
+import type { ApprovalDesk } from '../approvals/desk.js';
+import type { ToolPolicy } from '../tools/policy.js';
+import type { ExecOptions } from '../tools/sandbox.js';
+import type { Tool } from '../tools/types.js';
+import type { Workspace } from '../tools/workspace.js';
+import type { ScheduleBook } from '../schedules/schedule-book.js';
+
+export interface RunDeps {
+  redis: Redis;
+  queue: RunQueue;
+  keys: SessionKeys;
+  model: ModelClient;
+  system: string;
+  limits: AgentLimits;
+  historyTokens: number;
+  foldMax: number;
+  workspaceRoot: string;
+  attachmentMaxBytes: number;
+  /** MODEL_VISION: image attachments up to this size are shown to the model as pictures; absent: paths only. */
+  vision?: { imageMaxBytes: number };
+  /** A longer message text is saved in the workspace and the model reads its beginning and where it is. */
+  messageMaxChars: number;
+  /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */
+  tokenBudget?: TokenBudget;
+  /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
+  runTimeoutMs: number;
+  /** Which tools the conversation gets and which wait for approval. */
+  policy: ToolPolicy;
+  approvals: ApprovalDesk;
+  /** How long a call waits for a decision; then it counts as denied. */
+  approvalTimeoutMs: number;
+  /** run_command is offered (TOOLS_EXEC on or approve) with these options. */
+  exec?: ExecOptions;
+  /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now. */
+  extraTools?: (workspace: Workspace, platform: string) => Tool[];
+  /** schedule_task and friends, and what a scheduled turn's end does to its schedule; absent: no schedules. */
+  schedules?: { book: ScheduleBook; defaultTz: string | undefined; approvers: readonly string[]; /** the tools are offered (SCHEDULES_PER_USER > 0) */ offered: boolean };
+  /** STREAM_ANSWERS: the answer is shown while the model writes it, where the platform can. */
+  streamAnswers?: boolean;
+  outbound: (platform: string) => OutboundAdapter;
+  active: ActiveRuns;
+  log: Logger;
+  metrics?: Metrics;
+  runs: RunStore;
+}
+
+/** One run of one job: who it is, its fenced store and its logger. Every phase takes it. */
+export interface RunContext {
+  deps: RunDeps;
+  job: Job<RunJobData, RunResult>;
+  jobId: string;
+  token: string;
+  session: string;
+  runId: string;
+  started: number;
+  store: SessionStore;
+  log: Logger;
+  /** BullMQ's abort signal of the job (worker.cancelJob). */
+  signal?: AbortSignal;
+}

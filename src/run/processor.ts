@@ -1,0 +1,251 @@
+import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
+import type { ChatMessage, RunOutcome } from '../agent/types.js';
+import { ApprovalPending, RunSuspended } from '../agent/suspend.js';
+import { requestApproval } from './approval-step.js';
+import { compactTurn, withoutImages } from '../agent/history.js';
+import type { StoredHistory } from './history-prompt.js';
+import type { OutboundAdapter } from '../channels/types.js';
+import { deliverReply, type DeliveryReport, type OutboxRecord } from './delivery/reply.js';
+import { honestLine } from './delivery/honest-line.js';
+import { addRunJob } from '../queue/run-queue.js';
+import { forDisplay, jobName, type RunJobData, type RunResult } from '../queue/job-data.js';
+import { parseJournal, TurnJournal } from '../session/journal.js';
+import { recordTranscript, runViewPath } from './record.js';
+import type { RunContext, RunDeps } from './context.js';
+import { executeTurn, type TurnResult } from './turn.js';
+import { SessionStore } from '../session/store.js';
+import { selectTurn, MAX_CLAIMS, type ClaimedMessage, type Turn } from '../session/turn.js';
+import { toUserMessage } from './input/user-message.js';
+import { doneSoFar } from '../session/journal-summary.js';
+import { recordScheduledRun } from '../schedules/outcome.js';
+
+export type { RunDeps } from './context.js';
+
+/** Turns kept in a session's history list (the token budget picks from these). */
+const HISTORY_MAX_TURNS = 200;
+/** Tool results longer than this are cut when the turn is stored in history. */
+const HISTORY_TOOL_RESULT_CHARS = 2_000;
+
+type Processor = (job: Job<RunJobData, RunResult>, token: string | undefined, signal?: AbortSignal) => Promise<RunResult>;
+
+/**
+ * One job = one agent run of one session, in phases around one run context: claim the inbox head
+ * (fenced) → deliver a reply an earlier run left → run the turn, or resume it from its journal →
+ * commit the turn and the reply in one fenced script → deliver it, piece by piece through the
+ * journal → record. Only a completed run completes the job; any other terminal state fails it
+ * with its reason. A run stopped by a shutdown goes back to waiting, to be resumed by any worker.
+ */
+export function createProcessor(deps: RunDeps): Processor {
+  return async (job, token, signal) => {
+    if (!token || job.id === undefined) throw new Error('a run needs a job id and a lock token');
+    const session = job.data.session;
+    const jobId = job.id;
+    const runId = `${jobId}.${job.attemptsStarted}`;
+    const ctx: RunContext = {
+      deps, job, jobId, token, session, runId, started: Date.now(),
+      store: new SessionStore(deps.redis, deps.keys, session, { jobId, token }),
+      log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
+      ...(signal && { signal }),
+    };
+    const skipped = (reason: 'session_busy' | 'inbox_empty'): RunResult => ({ ...emptyResult(ctx), state: 'skipped', reason });
+
+    const claim = await ctx.store.claim(deps.foldMax);
+    if (claim.kind !== 'busy' && claim.unreadable > 0) {
+      ctx.log.error({ entries: claim.unreadable, list: deps.keys.unreadable }, 'inbox entries no run can read were moved aside; the session goes on');
+      deps.metrics?.unreadable.inc(claim.unreadable);
+    }
+    if (claim.kind === 'busy') {
+      await job.log(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
+      ctx.log.info({ holder: claim.holder }, 'session busy, job skipped');
+      return skipped('session_busy');
+    }
+    if (claim.kind === 'empty') return skipped('inbox_empty');
+    if (claim.pendingReply !== undefined) await deliverPending(ctx, claim.pendingReply, claim.journal);
+    if (claim.messages.length === 0) {
+      await ctx.store.settle('', true);
+      return skipped('inbox_empty');
+    }
+
+    const journal = new TurnJournal(ctx.store, claim.pendingReply === undefined ? parseJournal(claim.journal) : []);
+    const turn = await takeTurn(ctx, claim.messages, journal);
+    const messages = turn.taken.map((c) => c.message);
+    deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
+    // Independent round trips go out together: the history read, the turn's taken count (SESSION_QUEUE_MAX counts the rest), and the job's data and log.
+    const storedHistory = readHistory(deps, session);
+    await Promise.all([
+      ctx.store.take(turn.taken.length),
+      job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
+      job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
+    ]);
+    ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
+
+    const to = messages[messages.length - 1]!;
+    const out = deps.outbound(to.platform);
+    const done = await runOrSuspend(ctx, turn, journal, storedHistory, out);
+    const text = replyText(deps, done.outcome, journal);
+    const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
+    const record: OutboxRecord = {
+      v: 1, runId, session, to, state: done.outcome.state, text, messageIds: messages.map((m) => m.id),
+      ...(done.outcome.reason && { reason: done.outcome.reason }),
+      // A turn given up without running (crashed) still takes down the status message its runs left.
+      ...(statusMessageId !== undefined && { statusMessageId }),
+      ...(done.streamed && { streamed: done.streamed }),
+    };
+    const outbox = JSON.stringify(record);
+    const left = await ctx.store.commit({
+      taken: turn.taken,
+      history: historyEntry(turn, done.outcome),
+      historyMax: HISTORY_MAX_TURNS,
+      last: JSON.stringify({ runId, state: done.outcome.state, reason: done.outcome.reason, at: Date.now(), messageIds: record.messageIds, steps: done.outcome.steps, toolCalls: done.outcome.toolCalls }),
+      outbox,
+    });
+
+    // The turn is committed (the commit was the fence: a worker that froze past its lock stops
+    // there): from here a crash re-delivers the outbox, it never re-runs the turn.
+    const delivery = new TurnJournal(ctx.store, []);
+    const report = await deliver(ctx, out, record, delivery);
+    await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session }) : undefined]);
+    return finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries]);
+  };
+}
+
+/** The turn this run answers: the one its journal began (the same messages), else the fold policy's. */
+async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: TurnJournal): Promise<Turn> {
+  const begun = journal.turn;
+  if (!begun) {
+    if (journal.entries.length > 0) await journal.discard();
+    return selectTurn(claimed);
+  }
+  const taken = claimed.slice(0, begun.ids.length);
+  if (taken.length === begun.ids.length && taken.every((c, i) => c.message.id === begun.ids[i])) {
+    return taken[0]!.claims > MAX_CLAIMS ? { kind: 'crashed', taken } : { kind: 'agent', taken };
+  }
+  // Nothing but a manual edit of Redis gets here: the journal is not about the waiting messages.
+  ctx.log.error({ journalIds: begun.ids, head: claimed.map((c) => c.message.id) }, 'the journal names messages that are not at the inbox head; starting the turn afresh');
+  await journal.discard();
+  return selectTurn(claimed);
+}
+
+/**
+ * Runs the turn. A call that needs approval parks the job until a decision (requestApproval
+ * throws BullMQ's DelayedError) unless it is decided at once, and then the turn runs on from the
+ * journal. A run stopped for a shutdown writes what it did and goes back to waiting for any worker.
+ */
+async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: Promise<StoredHistory>, out: OutboundAdapter): Promise<TurnResult> {
+  for (;;) {
+    try {
+      return await executeTurn(ctx, turn, journal, history, out);
+    } catch (err) {
+      if (err instanceof ApprovalPending) {
+        await requestApproval(ctx, journal, out, turn.taken[turn.taken.length - 1]!.message, err.request);
+        continue;
+      }
+      if (!(err instanceof RunSuspended) || err.why !== 'shutdown') throw err;
+      await journal.writeBuffer();
+      await ctx.job.moveToWait(ctx.token);
+      await ctx.job.log(`run ${ctx.runId} stopped at a step boundary for a shutdown; another run resumes it from the journal`);
+      ctx.log.info('run suspended for shutdown; the job waits for another worker');
+      throw new WaitingError();
+    }
+  }
+}
+
+/** The answer, or the honest line of how the run ended (naming what was done, when it crashed mid-way). */
+function replyText(deps: RunDeps, outcome: RunOutcome, journal: TurnJournal): string {
+  if (outcome.state === 'completed') return outcome.answer!;
+  return honestLine(outcome.reason, {
+    maxSteps: deps.limits.maxSteps, runTimeoutMs: deps.runTimeoutMs, done: doneSoFar(journal.recorded), now: Date.now(),
+    ...(deps.tokenBudget && { dailyTokens: deps.tokenBudget.limit }),
+  });
+}
+
+/** Delivers through the journal's ledger; a reply the platform refused for good is written down as such. */
+async function deliver(ctx: RunContext, out: OutboundAdapter, record: OutboxRecord, journal: TurnJournal): Promise<DeliveryReport> {
+  const report = await deliverReply(out, record, ctx.log, journal.ledger());
+  if (report.undeliverable !== undefined) {
+    await journal.write([{ t: 'undeliverable', error: report.undeliverable }]);
+    ctx.deps.metrics?.undeliverable.inc({ platform: record.to.platform });
+  }
+  const uncertain = journal.uncertainPieces;
+  if (uncertain.length > 0) ctx.log.warn({ pieces: uncertain }, 'some reply pieces have an unknown outcome and were not posted again');
+  return report;
+}
+
+/** A reply an earlier run committed but did not confirm delivered (its worker died): deliver what is missing. */
+async function deliverPending(ctx: RunContext, raw: string, journal: string[]): Promise<void> {
+  const record = JSON.parse(raw) as OutboxRecord;
+  ctx.log.warn({ pendingRun: record.runId, journaled: journal.length }, 'delivering the rest of a reply an earlier run committed');
+  await deliver(ctx, ctx.deps.outbound(record.to.platform), record, new TurnJournal(ctx.store, parseJournal(journal)));
+  await ctx.store.settle(raw, false);
+}
+
+/** The session's raw turns, their count and its summary, read in one round trip. */
+async function readHistory(deps: RunDeps, session: string): Promise<StoredHistory> {
+  const [entries, count, summary] = await Promise.all([
+    deps.redis.lrange(deps.keys.history(session), 0, -1),
+    deps.redis.get(deps.keys.historyCount(session)),
+    deps.redis.get(deps.keys.historySummary(session)),
+  ]);
+  return { entries, count, summary };
+}
+
+/** What the session's history keeps of a turn: the whole exchange when completed, else the request and a note. */
+function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'reset' | 'keep'; entry: string } {
+  if (turn.kind === 'reset') return { mode: 'reset', entry: '' };
+  if (outcome.state === 'completed') return { mode: 'append', entry: JSON.stringify(compactTurn(outcome.transcript, HISTORY_TOOL_RESULT_CHARS)) };
+  // The user messages as the model read them (a long one cut, with where it is saved), when it read any.
+  const read = outcome.transcript.filter((m) => m.role === 'user');
+  const users = (read.length > 0 ? read : turn.taken.map((c) => toUserMessage(c.message))).map(withoutImages);
+  const note: ChatMessage = { role: 'assistant', content: `(No answer was given to this: the run ended ${outcome.state}, ${outcome.reason}.)` };
+  return { mode: 'append', entry: JSON.stringify([...users, note]) };
+}
+
+function emptyResult(ctx: RunContext): Omit<RunResult, 'state'> {
+  return { runId: ctx.runId, session: ctx.session, messageIds: [], steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, delivered: [], ms: Date.now() - ctx.started };
+}
+
+/** Logs, counts and records the run; fails the job unless the run completed. */
+async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: OutboxRecord, report: DeliveryReport, journal: TurnJournal['entries']): Promise<RunResult> {
+  const { outcome } = done;
+  const { deps, job, runId, log } = ctx;
+  const result: RunResult = {
+    ...emptyResult(ctx),
+    state: outcome.state,
+    messageIds: record.messageIds,
+    steps: outcome.steps,
+    modelCalls: outcome.modelCalls,
+    toolCalls: outcome.toolCalls,
+    usage: outcome.usage,
+    delivered: report.posted,
+    ...(outcome.reason && { reason: outcome.reason }),
+    ...(outcome.detail && { detail: outcome.detail }),
+    ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }),
+  };
+  log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms, undeliverable: report.undeliverable }, 'run ended');
+  deps.metrics?.onRunEnded(outcome, result.ms / 1000);
+  const scheduled = turn.taken.find((c) => c.message.scheduled)?.message;
+  if (scheduled && deps.schedules) {
+    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }) }, deps.outbound(scheduled.platform), log, deps.metrics);
+  }
+  await done.jobLogs;
+  await Promise.all([
+    deps.runs
+      .save({
+        v: 1, runId, jobId: ctx.jobId, session: ctx.session, startedAt: ctx.started, endedAt: Date.now(), state: outcome.state, messages: turn.taken.map((c) => forDisplay(c.message)),
+        transcript: recordTranscript(outcome.transcript), timeline: done.timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
+        toolCalls: outcome.toolCalls, usage: outcome.usage, delivered: report.posted, journal,
+        ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
+        ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }),
+      })
+      .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
+    job.log(`run view: ${runViewPath(runId)}`),
+  ]);
+  // A run that did not complete, or a reply the platform refused for good, is a failed job and
+  // never retried: repeating cannot change either (the reply is settled, the session goes on).
+  if (outcome.state !== 'completed' || report.undeliverable !== undefined) {
+    await job.log(`result ${JSON.stringify(result)}`);
+    if (report.undeliverable !== undefined) throw new UnrecoverableError(`undeliverable: ${report.undeliverable}`);
+    throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
+  }
+  return result;
+}
