@@ -13,7 +13,11 @@ export interface RunJobData {
   runId?: string;
 }
 
-/** The job's return value (completed) — or, for failed runs, logged and carried in the failure reason. */
+/**
+ * How a run ended: the one outcome type. It is the job's return value (completed) — or, for a
+ * failed run, logged and carried in the failure reason; the run record (run/record.ts) and the
+ * session's last run (LastRun, for /status) are views of it, built by run/outcome.ts.
+ */
 export interface RunResult {
   runId: string;
   session: string;
@@ -31,6 +35,9 @@ export interface RunResult {
   undeliverable?: string;
   ms: number;
 }
+
+/** What /status shows of a session's last run: written with the commit, before the reply is delivered. */
+export type LastRun = Pick<RunResult, 'runId' | 'state' | 'reason' | 'messageIds' | 'steps' | 'toolCalls'> & { at: number };
 
 const PREVIEW_WORDS = 8;
 

@@ -10,7 +10,8 @@ import { honestLine } from './delivery/honest-line.js';
 import { addRunJob } from '../queue/run-queue.js';
 import { forDisplay, jobName, type RunJobData, type RunResult } from '../queue/job-data.js';
 import { parseJournal, TurnJournal } from '../session/journal.js';
-import { recordTranscript, runViewPath } from './record.js';
+import { runViewPath } from './record.js';
+import { lastRunOf, recordOf, resultOf, skippedResult } from './outcome.js';
 import type { RunContext, RunDeps } from './context.js';
 import { executeTurn, type TurnResult } from './turn.js';
 import { SessionStore } from '../session/store.js';
@@ -47,7 +48,7 @@ export function createProcessor(deps: RunDeps): Processor {
       log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
       ...(signal && { signal }),
     };
-    const skipped = (reason: 'session_busy' | 'inbox_empty'): RunResult => ({ ...emptyResult(ctx), state: 'skipped', reason });
+    const skipped = (reason: 'session_busy' | 'inbox_empty') => skippedResult(ctx, reason);
 
     const claim = await ctx.store.claim(deps.foldMax);
     if (claim.kind !== 'busy' && claim.unreadable > 0) {
@@ -96,7 +97,7 @@ export function createProcessor(deps: RunDeps): Processor {
       taken: turn.taken,
       history: historyEntry(turn, done.outcome),
       historyMax: HISTORY_MAX_TURNS,
-      last: JSON.stringify({ runId, state: done.outcome.state, reason: done.outcome.reason, at: Date.now(), messageIds: record.messageIds, steps: done.outcome.steps, toolCalls: done.outcome.toolCalls }),
+      last: JSON.stringify(lastRunOf(resultOf(ctx, done.outcome, record.messageIds))),
       outbox,
     });
 
@@ -200,43 +201,21 @@ function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'rese
   return { mode: 'append', entry: JSON.stringify([...users, note]) };
 }
 
-function emptyResult(ctx: RunContext): Omit<RunResult, 'state'> {
-  return { runId: ctx.runId, session: ctx.session, messageIds: [], steps: 0, modelCalls: 0, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, delivered: [], ms: Date.now() - ctx.started };
-}
-
 /** Logs, counts and records the run; fails the job unless the run completed. */
 async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: OutboxRecord, report: DeliveryReport, journal: TurnJournal['entries']): Promise<RunResult> {
   const { outcome } = done;
   const { deps, job, runId, log } = ctx;
-  const result: RunResult = {
-    ...emptyResult(ctx),
-    state: outcome.state,
-    messageIds: record.messageIds,
-    steps: outcome.steps,
-    modelCalls: outcome.modelCalls,
-    toolCalls: outcome.toolCalls,
-    usage: outcome.usage,
-    delivered: report.posted,
-    ...(outcome.reason && { reason: outcome.reason }),
-    ...(outcome.detail && { detail: outcome.detail }),
-    ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }),
-  };
+  const result = resultOf(ctx, outcome, record.messageIds, report);
   log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms, undeliverable: report.undeliverable }, 'run ended');
   deps.metrics?.onRunEnded(outcome, result.ms / 1000);
   const scheduled = turn.taken.find((c) => c.message.scheduled)?.message;
   if (scheduled && deps.schedules) {
-    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }) }, deps.outbound(scheduled.platform), log, deps.metrics);
+    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(result.undeliverable !== undefined && { undeliverable: result.undeliverable }) }, deps.outbound(scheduled.platform), log, deps.metrics);
   }
   await done.jobLogs;
   await Promise.all([
     deps.runs
-      .save({
-        v: 1, runId, jobId: ctx.jobId, session: ctx.session, startedAt: ctx.started, endedAt: Date.now(), state: outcome.state, messages: turn.taken.map((c) => forDisplay(c.message)),
-        transcript: recordTranscript(outcome.transcript), timeline: done.timeline, steps: outcome.steps, modelCalls: outcome.modelCalls,
-        toolCalls: outcome.toolCalls, usage: outcome.usage, delivered: report.posted, journal,
-        ...(outcome.reason && { reason: outcome.reason }), ...(outcome.detail && { detail: outcome.detail }),
-        ...(report.undeliverable !== undefined && { undeliverable: report.undeliverable }),
-      })
+      .save(recordOf(ctx, result, outcome, { messages: turn.taken.map((c) => forDisplay(c.message)), timeline: done.timeline, journal }))
       .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
     job.log(`run view: ${runViewPath(runId)}`),
   ]);

@@ -1,6 +1,7 @@
 import { withoutImages } from '../agent/history.js';
 import type { Redis } from 'ioredis';
-import type { AgentEvent, ChatMessage, RunOutcome, TokenUsage } from '../agent/types.js';
+import type { AgentEvent, ChatMessage, RunOutcome } from '../agent/types.js';
+import type { RunResult } from '../queue/job-data.js';
 import type { InboundMessage } from '../channels/types.js';
 import type { JournalEntry } from '../session/journal.js';
 import { RedisKeys } from '../queue/keys.js';
@@ -19,28 +20,16 @@ export interface TimelineEntry {
   replayed?: true;
 }
 
-/** Everything an operator needs to see why a run ended as it did. */
-export interface RunRecord {
+/** Everything an operator needs to see why a run ended as it did: the run's result (less its duration) with what led to it. */
+export interface RunRecord extends Omit<RunResult, 'ms' | 'messageIds' | 'state'> {
   v: 1;
-  runId: string;
   jobId: string;
-  session: string;
   startedAt: number;
   endedAt: number;
   state: RunOutcome['state'];
-  reason?: string;
-  detail?: string;
   messages: InboundMessage[];
   transcript: ChatMessage[];
   timeline: TimelineEntry[];
-  steps: number;
-  modelCalls: number;
-  toolCalls: number;
-  usage: TokenUsage;
-  /** Platform message ids of the delivered reply, in order. */
-  delivered: string[];
-  /** The platform refused the reply for good: why. */
-  undeliverable?: string;
   /** The turn's step journal and the reply's delivery journal, as this run saw and wrote them. */
   journal?: JournalEntry[];
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { SessionKeys } from '../queue/keys.js';
+import type { LastRun } from '../queue/job-data.js';
 import type { ApprovalDesk } from '../approvals/desk.js';
 import { toolServerProblems } from '../queue/tool-servers.js';
 
@@ -10,7 +11,7 @@ export interface SessionStatus {
   waitingFor?: { tool: string; expiresAt: number };
   /** MCP servers some worker cannot reach (their tools are left out meanwhile). */
   toolServersDown?: string[];
-  last?: { runId: string; state: string; reason?: string; at: number; steps?: number; toolCalls?: number };
+  last?: LastRun;
 }
 
 /** What /stop and /status do, from any process: they read and signal through Redis only. */

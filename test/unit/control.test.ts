@@ -22,19 +22,19 @@ describe('formatStatus', () => {
   });
 
   it('the last run with its reason and how long ago, rounded to seconds', () => {
-    const s: SessionStatus = { running: false, queued: 0, last: { runId: 'r1', state: 'failed', reason: 'step_limit', at: NOW - 5_400 } };
+    const s: SessionStatus = { running: false, queued: 0, last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'failed', reason: 'step_limit', at: NOW - 5_400 } };
     expect(formatStatus(s, NOW)).toBe('No run is active. Last run: failed (step_limit), 5 s ago.');
   });
 
   it('the last run without a reason', () => {
-    const s: SessionStatus = { running: true, queued: 3, last: { runId: 'r1', state: 'completed', at: NOW - 61_600 } };
+    const s: SessionStatus = { running: true, queued: 3, last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'completed', at: NOW - 61_600 } };
     expect(formatStatus(s, NOW)).toBe(
       'A run is working on this conversation. 3 message(s) in its queue, counting the ones being answered. Last run: completed, 62 s ago.',
     );
   });
 
   it('a last run stamped in the future (clock skew between hosts) is 0 s ago', () => {
-    const s: SessionStatus = { running: false, queued: 0, last: { runId: 'r1', state: 'cancelled', reason: 'cancelled', at: NOW + 10_000 } };
+    const s: SessionStatus = { running: false, queued: 0, last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'cancelled', reason: 'cancelled', at: NOW + 10_000 } };
     expect(formatStatus(s, NOW)).toBe('No run is active. Last run: cancelled (cancelled), 0 s ago.');
   });
 });
