@@ -64,6 +64,8 @@ export class SlackStreams {
   private readonly states = new Map<string, MessageState>();
   /** Until when a conversation's stream writes wait (a 429's Retry-After), ms since the epoch. */
   private readonly pausedUntil = new Map<string, number>();
+  /** When this worker last wrote a streamed message of the conversation (the final writes keep the stream's pace). */
+  private readonly lastWriteAt = new Map<string, number>();
   private readonly noStream = new Set<string>();
   private unavailable = false;
 
@@ -136,33 +138,39 @@ export class SlackStreams {
   }
 
   /**
-   * Waits out what is left of a 429's pause of the conversation before the final delivery writes
-   * to it (a Retry-After the stream was given holds for the answer's last writes too). A pause
-   * longer than slackCall would wait is not waited for here: the call's own 429 decides.
+   * Waits before each of the final delivery's writes: out what is left of a 429's pause of the
+   * conversation (a Retry-After the stream was given holds for the answer's last writes too), and
+   * for STREAM_INTERVAL_MS since the last write, so the final writes keep the stream's pace. A
+   * pause longer than slackCall would wait is not waited for here: the call's own 429 decides.
    */
   async untilResumed(to: InboundMessage): Promise<void> {
-    const until = this.pausedUntil.get(to.conversation);
-    if (until === undefined) return;
-    const left = until - Date.now();
-    if (left > 0 && left <= FINAL_MAX_WAIT_MS) await sleep(left);
+    const now = Date.now();
+    const paused = (this.pausedUntil.get(to.conversation) ?? 0) - now;
+    const paced = (this.lastWriteAt.get(to.conversation) ?? -Infinity) + STREAM_INTERVAL_MS - now;
+    const left = Math.max(paced, paused <= FINAL_MAX_WAIT_MS ? paused : 0);
+    if (left > 0) await sleep(left);
   }
 
   /** Ends the native streams still open among `ids` (before they are edited into the final answer). */
   async stopAll(to: InboundMessage, ids: readonly string[]): Promise<void> {
     for (const id of ids) {
       const state = this.states.get(key(to, id));
-      if (state?.open === true) await this.stop(to, id, state, FINAL);
+      if (state?.open !== true) continue;
+      await this.untilResumed(to);
+      await this.stop(to, id, state, FINAL);
     }
   }
 
   /** The final text of a streamed message (chat.update, which may wait out a 429). */
   async replace(to: InboundMessage, ts: string, text: string): Promise<void> {
+    await this.untilResumed(to);
     await this.whenNotStreaming(to, ts, 'chat.update', FINAL, () => this.client.chat.update({ channel: to.conversation, ts, text }));
   }
 
   /** Deletes a streamed message the final answer does not need; one already gone counts as deleted. */
   async delete(to: InboundMessage, ts: string): Promise<void> {
     const state = this.states.get(key(to, ts));
+    await this.untilResumed(to);
     await this.discard(to, ts, state ?? { mode: 'update', raw: '', shown: '', open: 'unknown' }, FINAL);
   }
 
@@ -189,7 +197,7 @@ export class SlackStreams {
   private async append(to: InboundMessage, ts: string, state: MessageState, segment: string): Promise<boolean> {
     const added = segment.slice(state.raw.length);
     try {
-      await slackCall('chat.appendStream', () => this.client.chat.appendStream({ channel: to.conversation, ts, markdown_text: escapePlain(added) }), NOW);
+      await this.call(to, 'chat.appendStream', () => this.client.chat.appendStream({ channel: to.conversation, ts, markdown_text: escapePlain(added) }), NOW);
     } catch (err) {
       if (err instanceof SlackRefused && err.code === STREAM_OVER) {
         this.log.info({ channel: to.conversation, ts }, 'the stream ended; the message goes on with chat.update');
@@ -210,7 +218,8 @@ export class SlackStreams {
     const thread = this.streamThread(to, lead);
     if (thread !== undefined) {
       try {
-        const res = await slackCall(
+        const res = await this.call(
+          to,
           'chat.startStream',
           () => this.client.chat.startStream({ channel: to.conversation, thread_ts: thread, markdown_text: escapePlain(segment), ...recipient(to) }),
           NOW,
@@ -248,7 +257,7 @@ export class SlackStreams {
 
   private async stop(to: InboundMessage, ts: string, state: MessageState, options: CallOptions): Promise<void> {
     try {
-      await slackCall('chat.stopStream', () => this.client.chat.stopStream({ channel: to.conversation, ts }), options);
+      await this.call(to, 'chat.stopStream', () => this.client.chat.stopStream({ channel: to.conversation, ts }), options);
     } catch (err) {
       if (!(err instanceof SlackRefused && err.code === STREAM_OVER)) throw err;
     }
@@ -268,11 +277,22 @@ export class SlackStreams {
   /** Runs a write of the message; when Slack says it is still streaming (another worker's stream), stops that stream and runs it again. */
   private async whenNotStreaming(to: InboundMessage, ts: string, method: string, options: CallOptions, write: () => Promise<unknown>): Promise<void> {
     try {
-      await slackCall(method, write, options);
+      await this.call(to, method, write, options);
     } catch (err) {
       if (!(err instanceof SlackRefused && err.code === STILL_STREAMING)) throw err;
       await this.stop(to, ts, { mode: 'update', raw: '', shown: '', open: true }, options);
-      await slackCall(method, write, options);
+      await this.call(to, method, write, options);
+    }
+  }
+
+  /** Every write of a streamed message goes through here, so the final writes know when the last one went. */
+  private async call<T>(to: InboundMessage, method: string, write: () => Promise<T>, options: CallOptions): Promise<T> {
+    try {
+      return await slackCall(method, write, options);
+    } finally {
+      this.lastWriteAt.delete(to.conversation);
+      this.lastWriteAt.set(to.conversation, Date.now());
+      if (this.lastWriteAt.size > MAX_STATES) this.lastWriteAt.delete(this.lastWriteAt.keys().next().value!);
     }
   }
 
