@@ -19,15 +19,15 @@ export async function requestApproval(ctx: RunContext, journal: TurnJournal, out
   const { deps, log } = ctx;
   await journal.writeBuffer();
   const binding = bindingOf(request);
-  const record = await deps.approvals.open({
+  const record = await deps.tools.approvals.open({
     session: ctx.session, jobId: ctx.jobId, ...binding, args: request.args, platform: to.platform, conversation: to.conversation,
-    requester: to.sender.id, requesterName: to.sender.name ?? to.sender.id, expiresAt: Date.now() + deps.approvalTimeoutMs,
+    requester: to.sender.id, requesterName: to.sender.name ?? to.sender.id, expiresAt: Date.now() + deps.tools.approvalTimeoutMs,
   });
   const open: Open = { t: 'approval_open', ...binding, id: record.id, expiresAt: record.expiresAt };
   await journal.write([open]);
   if (!out.approvalCard) {
     log.warn({ tool: request.name }, 'this platform cannot show approval buttons; the call is denied');
-    await deps.approvals.refuse(record.id, `policy (${to.platform} cannot ask for approval)`);
+    await deps.tools.approvals.refuse(record.id, `policy (${to.platform} cannot ask for approval)`);
     return;
   }
   const messageId = await out.approvalCard(to, cardOf(record));
@@ -46,11 +46,11 @@ export async function resolveApprovals(ctx: RunContext, journal: TurnJournal, ou
   const { deps } = ctx;
   let cancelled = false;
   for (const open of journal.undecidedApprovals) {
-    let record = await deps.approvals.get(open.id);
+    let record = await deps.tools.approvals.get(open.id);
     // A record of another call (or another run) decides nothing here: treated as gone.
     if (record && (record.jobId !== ctx.jobId || !sameCall(open, record))) record = null;
     if (record?.status === 'pending' && Date.now() < open.expiresAt) return park(ctx, open);
-    if (record?.status === 'pending') record = await deps.approvals.expire(open.id);
+    if (record?.status === 'pending') record = await deps.tools.approvals.expire(open.id);
     // A record gone from Redis (past its retention) counts as expired too.
     const status = record && record.status !== 'pending' ? record.status : 'expired';
     const by = record?.by ?? 'expiry';
@@ -70,6 +70,6 @@ export async function resolveApprovals(ctx: RunContext, journal: TurnJournal, ou
 async function park(ctx: RunContext, open: Open): Promise<never> {
   await ctx.job.moveToDelayed(open.expiresAt, ctx.token);
   // A click that came before the job was delayed could not wake it: look once more now.
-  if ((await ctx.deps.approvals.get(open.id))?.status !== 'pending') await ctx.deps.approvals.wake(ctx.jobId);
+  if ((await ctx.deps.tools.approvals.get(open.id))?.status !== 'pending') await ctx.deps.tools.approvals.wake(ctx.jobId);
   throw new DelayedError();
 }

@@ -18,43 +18,56 @@ import type { Tool } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
 import type { ScheduleBook } from '../schedules/schedule-book.js';
 
+/** What every run of a worker shares, in groups: the queue and Redis, then one group per phase that needs it. */
 export interface RunDeps {
   redis: Redis;
   queue: RunQueue;
   keys: SessionKeys;
-  model: ModelClient;
-  system: string;
-  limits: AgentLimits;
-  historyTokens: number;
   foldMax: number;
-  workspaceRoot: string;
-  attachmentMaxBytes: number;
-  /** MODEL_VISION: image attachments up to this size are shown to the model as pictures; absent: paths only. */
-  vision?: { imageMaxBytes: number };
-  /** A longer message text is saved in the workspace and the model reads its beginning and where it is. */
-  messageMaxChars: number;
-  /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */
-  tokenBudget?: TokenBudget;
-  /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
-  runTimeoutMs: number;
-  /** Which tools the conversation gets and which wait for approval. */
-  policy: ToolPolicy;
-  approvals: ApprovalDesk;
-  /** How long a call waits for a decision; then it counts as denied. */
-  approvalTimeoutMs: number;
-  /** run_command is offered (TOOLS_EXEC on or approve) with these options. */
-  exec?: ExecOptions;
-  /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now. */
-  extraTools?: (workspace: Workspace, platform: string) => Tool[];
   /** schedule_task and friends, and what a scheduled turn's end does to its schedule; absent: no schedules. */
   schedules?: { book: ScheduleBook; defaultTz: string | undefined; approvers: readonly string[]; /** the tools are offered (SCHEDULES_PER_USER > 0) */ offered: boolean };
-  /** STREAM_ANSWERS: the answer is shown while the model writes it, where the platform can. */
-  streamAnswers?: boolean;
-  outbound: (platform: string) => OutboundAdapter;
   active: ActiveRuns;
   log: Logger;
   metrics?: Metrics;
   runs: RunStore;
+  /** What the loop runs with: the model, its prompt and limits, the time and token budgets. */
+  agent: {
+    model: ModelClient;
+    system: string;
+    limits: AgentLimits;
+    historyTokens: number;
+    /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */
+    tokenBudget?: TokenBudget;
+    /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
+    runTimeoutMs: number;
+  };
+  /** How a message becomes the turn's input: the workspace, attachments, images, long texts. */
+  input: {
+    workspaceRoot: string;
+    attachmentMaxBytes: number;
+    /** MODEL_VISION: image attachments up to this size are shown to the model as pictures; absent: paths only. */
+    vision?: { imageMaxBytes: number };
+    /** A longer message text is saved in the workspace and the model reads its beginning and where it is. */
+    messageMaxChars: number;
+  };
+  /** What the agent may do and who decides: the tool policy, the sandbox, MCP tools, the approval desk. */
+  tools: {
+    /** Which tools the conversation gets and which wait for approval. */
+    policy: ToolPolicy;
+    approvals: ApprovalDesk;
+    /** How long a call waits for a decision; then it counts as denied. */
+    approvalTimeoutMs: number;
+    /** run_command is offered (TOOLS_EXEC on or approve) with these options. */
+    exec?: ExecOptions;
+    /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now. */
+    extraTools?: (workspace: Workspace, platform: string) => Tool[];
+  };
+  /** Where and how the answer goes out. */
+  delivery: {
+    /** STREAM_ANSWERS: the answer is shown while the model writes it, where the platform can. */
+    streamAnswers?: boolean;
+    outbound: (platform: string) => OutboundAdapter;
+  };
 }
 
 /** One run of one job: who it is, its fenced store and its logger. Every phase takes it. */

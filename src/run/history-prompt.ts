@@ -49,7 +49,7 @@ export async function historyForTurn(ctx: RunContext, stored: StoredHistory, bud
     deps.metrics?.historySummaries.inc({ outcome: 'skipped' });
     return withSummary(summary, after);
   }
-  const metered = meteredModel(deps.model);
+  const metered = meteredModel(deps.agent.model);
   const result = await summariseTurns(metered.model, summary?.text, plan.older, signal);
   if (held) await allowance?.settle(held.reservation, metered.charged());
   if (!result.ok) {

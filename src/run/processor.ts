@@ -81,7 +81,7 @@ export function createProcessor(deps: RunDeps): Processor {
     ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
 
     const to = messages[messages.length - 1]!;
-    const out = deps.outbound(to.platform);
+    const out = deps.delivery.outbound(to.platform);
     const done = await runOrSuspend(ctx, turn, journal, storedHistory, out);
     const text = replyText(deps, done.outcome, journal);
     const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
@@ -155,8 +155,8 @@ async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, h
 function replyText(deps: RunDeps, outcome: RunOutcome, journal: TurnJournal): string {
   if (outcome.state === 'completed') return outcome.answer!;
   return honestLine(outcome.reason, {
-    maxSteps: deps.limits.maxSteps, runTimeoutMs: deps.runTimeoutMs, done: doneSoFar(journal.recorded), now: Date.now(),
-    ...(deps.tokenBudget && { dailyTokens: deps.tokenBudget.limit }),
+    maxSteps: deps.agent.limits.maxSteps, runTimeoutMs: deps.agent.runTimeoutMs, done: doneSoFar(journal.recorded), now: Date.now(),
+    ...(deps.agent.tokenBudget && { dailyTokens: deps.agent.tokenBudget.limit }),
   });
 }
 
@@ -176,7 +176,7 @@ async function deliver(ctx: RunContext, out: OutboundAdapter, record: OutboxReco
 async function deliverPending(ctx: RunContext, raw: string, journal: string[]): Promise<void> {
   const record = JSON.parse(raw) as OutboxRecord;
   ctx.log.warn({ pendingRun: record.runId, journaled: journal.length }, 'delivering the rest of a reply an earlier run committed');
-  await deliver(ctx, ctx.deps.outbound(record.to.platform), record, new TurnJournal(ctx.store, parseJournal(journal)));
+  await deliver(ctx, ctx.deps.delivery.outbound(record.to.platform), record, new TurnJournal(ctx.store, parseJournal(journal)));
   await ctx.store.settle(raw, false);
 }
 
@@ -210,7 +210,7 @@ async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: Out
   deps.metrics?.onRunEnded(outcome, result.ms / 1000);
   const scheduled = turn.taken.find((c) => c.message.scheduled)?.message;
   if (scheduled && deps.schedules) {
-    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(result.undeliverable !== undefined && { undeliverable: result.undeliverable }) }, deps.outbound(scheduled.platform), log, deps.metrics);
+    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(result.undeliverable !== undefined && { undeliverable: result.undeliverable }) }, deps.delivery.outbound(scheduled.platform), log, deps.metrics);
   }
   await done.jobLogs;
   await Promise.all([

@@ -13,7 +13,7 @@ import type { RunContext } from './context.js';
  * write, not a reason to tell a person they spent too much.
  */
 export function allowanceFor(ctx: RunContext, requester: InboundMessage): TokenAllowance | undefined {
-  const budget = ctx.deps.tokenBudget;
+  const budget = ctx.deps.agent.tokenBudget;
   if (!budget) return undefined;
   const user = { platform: requester.platform, id: requester.sender.id };
   const who = { userId: user.id, platform: user.platform };

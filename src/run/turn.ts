@@ -63,7 +63,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
 
   const controls = deps.active.register(session, jobId);
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, controls.controller.signal]) : controls.controller.signal;
-  const left = firstStart + deps.runTimeoutMs - Date.now();
+  const left = firstStart + deps.agent.runTimeoutMs - Date.now();
   // A resumed turn keeps the deadline of its first start; one already past it does not begin again.
   if (left <= 0) controls.controller.abort('run_timeout');
   const deadline = setTimeout(() => controls.controller.abort('run_timeout'), Math.max(0, left));
@@ -75,25 +75,25 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
     progress.start();
     const budget = allowanceFor(ctx, to);
-    const history = await historyForTurn(ctx, await storedHistory, deps.historyTokens, signal, budget);
-    const workspace = Workspace.forScope(deps.workspaceRoot, session);
+    const history = await historyForTurn(ctx, await storedHistory, deps.agent.historyTokens, signal, budget);
+    const workspace = Workspace.forScope(deps.input.workspaceRoot, session);
     const messages = turn.taken.map((c) => c.message);
     const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
-    const images = deps.vision ? await imagesOf(workspace, saved, deps.vision.imageMaxBytes, log) : undefined;
-    const shown = await fitMessages(workspace, messages, deps.messageMaxChars, log);
+    const images = deps.input.vision ? await imagesOf(workspace, saved, deps.input.vision.imageMaxBytes, log) : undefined;
+    const shown = await fitMessages(workspace, messages, deps.input.messageMaxChars, log);
     const schedules = deps.schedules?.offered ? createScheduleTools(deps.schedules.book, { from: to, defaultTz: deps.schedules.defaultTz, approvers: deps.schedules.approvers }) : [];
     const sendFile = createSendFileTool(workspace, out, to);
-    const tools = [...buildTools(workspace, deps.exec ? { exec: deps.exec } : {}), ...(sendFile ? [sendFile] : []), ...schedules, ...(deps.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.policy.offered(to.platform, t.name));
+    const tools = [...buildTools(workspace, deps.tools.exec ? { exec: deps.tools.exec } : {}), ...(sendFile ? [sendFile] : []), ...schedules, ...(deps.tools.extraTools?.(workspace, to.platform) ?? [])].filter((t) => deps.tools.policy.offered(to.platform, t.name));
     const outcome = await runAgent({
-      model: deps.model,
+      model: deps.agent.model,
       tools,
-      needsApproval: (name) => deps.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
+      needsApproval: (name) => deps.tools.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
-      system: deps.system,
+      system: deps.agent.system,
       history: history.summary ? [summaryMessage(history.summary), ...history.messages] : history.messages,
       input: shown.map((m) => toUserMessage(m, saved, images)),
       ...(budget && { budget }),
-      limits: deps.limits,
+      limits: deps.agent.limits,
       signal,
       suspend: controls.suspend.signal,
       journal,
@@ -118,7 +118,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     await stream?.stop();
     const streamed = stream?.answer(outcome);
     return {
-      outcome: timedOut(outcome, signal, deps.runTimeoutMs),
+      outcome: timedOut(outcome, signal, deps.agent.runTimeoutMs),
       timeline,
       jobLogs: logs,
       ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }),
@@ -133,7 +133,7 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
 
 /** The live answer of this turn, where the platform can stream (continuing what an earlier run of the turn streamed). */
 function answerStream(ctx: RunContext, out: OutboundAdapter, to: InboundMessage, journal: TurnJournal): AnswerStream | undefined {
-  if (!ctx.deps.streamAnswers || !canStream(out)) return undefined;
+  if (!ctx.deps.delivery.streamAnswers || !canStream(out)) return undefined;
   return new AnswerStream(out, to, ctx.log, (entry) => journal.write([{ t: 'stream', ...entry }]), journal.stream);
 }
 
@@ -155,7 +155,7 @@ async function attachmentsOf(
   const attachments = messages.flatMap((m) => m.attachments);
   const recorded = journal.attachments;
   if (recorded && recorded.length === attachments.length) return new Map(attachments.map((a, i) => [a, recorded[i]!]));
-  const saved = await saveAttachments(out, workspace, messages, ctx.deps.attachmentMaxBytes, signal, ctx.log);
+  const saved = await saveAttachments(out, workspace, messages, ctx.deps.input.attachmentMaxBytes, signal, ctx.log);
   if (attachments.length > 0) journal.record({ t: 'attachments', saved: attachments.map((a) => saved.get(a)!) });
   return saved;
 }

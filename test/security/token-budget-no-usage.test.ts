@@ -45,7 +45,7 @@ describe('security: a model that reports no usage still spends the daily token b
   const person = (limit: number) => {
     const budget = new TokenBudget(redis, prefix, limit);
     const message = terminalMessage('s', 'hi', `no-usage-${++n}`);
-    const ctx = { deps: { tokenBudget: budget, metrics: new Metrics() }, log: quiet() } as unknown as RunContext;
+    const ctx = { deps: { agent: { tokenBudget: budget }, metrics: new Metrics() }, log: quiet() } as unknown as RunContext;
     const user = { platform: message.platform, id: message.sender.id };
     return { budget, allowance: allowanceFor(ctx, message)!, spent: () => budget.spent(user) };
   };
@@ -116,7 +116,7 @@ describe('security: a model that reports no usage still spends the daily token b
     };
     const saved: string[] = [];
     const ctx = {
-      deps: { tokenBudget: budget, metrics: new Metrics(), model },
+      deps: { agent: { tokenBudget: budget, model }, metrics: new Metrics() },
       log: quiet(),
       store: { saveSummary: async (s: string) => void saved.push(s) },
     } as unknown as RunContext;

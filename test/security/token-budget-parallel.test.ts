@@ -48,7 +48,7 @@ describe('security: parallel sessions of one person cannot overshoot USER_DAILY_
     try {
       const runs = await Promise.all(
         workers.map((conn) => {
-          const ctx = { deps: { tokenBudget: new TokenBudget(conn, prefix, limit), metrics: new Metrics() }, log: quiet() } as unknown as RunContext;
+          const ctx = { deps: { agent: { tokenBudget: new TokenBudget(conn, prefix, limit) }, metrics: new Metrics() }, log: quiet() } as unknown as RunContext;
           return h.run('hello', { budget: allowanceFor(ctx, message)! });
         }),
       );

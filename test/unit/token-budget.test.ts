@@ -82,7 +82,7 @@ describe('TokenBudget (real Redis)', () => {
     const log = createLogger('info', 'test', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
     const metrics = new Metrics();
     const budget = new TokenBudget(redis, prefix, 1000);
-    const ctx = { deps: { tokenBudget: budget, metrics }, log } as unknown as RunContext;
+    const ctx = { deps: { agent: { tokenBudget: budget }, metrics }, log } as unknown as RunContext;
     const message = terminalMessage('s', 'a secret question', 'ada');
     const allowance = allowanceFor(ctx, message)!;
 
@@ -101,6 +101,6 @@ describe('TokenBudget (real Redis)', () => {
     expect(refusal).toMatchObject({ userId: 'ada', platform: 'terminal', reason: 'budget' });
     expect(lines.join('')).not.toContain('a secret question');
     expect((await metrics.refusals.get()).values).toEqual([{ labels: { platform: 'terminal', reason: 'budget' }, value: 1 }]);
-    expect(allowanceFor({ deps: {}, log } as unknown as RunContext, message)).toBeUndefined();
+    expect(allowanceFor({ deps: { agent: {} }, log } as unknown as RunContext, message)).toBeUndefined();
   });
 });
