@@ -4,7 +4,7 @@ import { ApprovalPending, RunSuspended } from '../agent/suspend.js';
 import { requestApproval } from './approval-step.js';
 import { compactTurn, withoutImages } from '../agent/history.js';
 import type { StoredHistory } from './history-prompt.js';
-import type { OutboundAdapter } from '../channels/types.js';
+import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import { deliverReply, type DeliveryReport, type OutboxRecord } from './delivery/reply.js';
 import { honestLine } from './delivery/honest-line.js';
 import { addRunJob } from '../queue/run-queue.js';
@@ -33,81 +33,105 @@ type Processor = (job: Job<RunJobData, RunResult>, token: string | undefined, si
  * One job = one agent run of one session, in phases around one run context: claim the inbox head
  * (fenced) → deliver a reply an earlier run left → run the turn, or resume it from its journal →
  * commit the turn and the reply in one fenced script → deliver it, piece by piece through the
- * journal → record. Only a completed run completes the job; any other terminal state fails it
- * with its reason. A run stopped by a shutdown goes back to waiting, to be resumed by any worker.
+ * journal → finish (record, count, and fail the job unless the run completed). A run stopped by a
+ * shutdown goes back to waiting, to be resumed by any worker.
  */
 export function createProcessor(deps: RunDeps): Processor {
   return async (job, token, signal) => {
-    if (!token || job.id === undefined) throw new Error('a run needs a job id and a lock token');
-    const session = job.data.session;
-    const jobId = job.id;
-    const runId = `${jobId}.${job.attemptsStarted}`;
-    const ctx: RunContext = {
-      deps, job, jobId, token, session, runId, started: Date.now(),
-      store: new SessionStore(deps.redis, deps.keys, session, { jobId, token }),
-      log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
-      ...(signal && { signal }),
-    };
-    const skipped = (reason: 'session_busy' | 'inbox_empty') => skippedResult(ctx, reason);
-
-    const claim = await ctx.store.claim(deps.foldMax);
-    if (claim.kind !== 'busy' && claim.unreadable > 0) {
-      ctx.log.error({ entries: claim.unreadable, list: deps.keys.unreadable }, 'inbox entries no run can read were moved aside; the session goes on');
-      deps.metrics?.unreadable.inc(claim.unreadable);
-    }
-    if (claim.kind === 'busy') {
-      await job.log(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
-      ctx.log.info({ holder: claim.holder }, 'session busy, job skipped');
-      return skipped('session_busy');
-    }
-    if (claim.kind === 'empty') return skipped('inbox_empty');
-    if (claim.pendingReply !== undefined) await deliverPending(ctx, claim.pendingReply, claim.journal);
-    if (claim.messages.length === 0) {
-      await ctx.store.settle('', true);
-      return skipped('inbox_empty');
-    }
-
-    const journal = new TurnJournal(ctx.store, claim.pendingReply === undefined ? parseJournal(claim.journal) : []);
-    const turn = await takeTurn(ctx, claim.messages, journal);
-    const messages = turn.taken.map((c) => c.message);
-    deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
-    // Independent round trips go out together: the history read, the turn's taken count (SESSION_QUEUE_MAX counts the rest), and the job's data and log.
-    const storedHistory = readHistory(deps, session);
-    await Promise.all([
-      ctx.store.take(turn.taken.length),
-      job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
-      job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
-    ]);
-    ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
-
-    const to = messages[messages.length - 1]!;
+    const ctx = runContext(deps, job, token, signal);
+    const claimed = await claim(ctx);
+    if (claimed.kind === 'skipped') return claimed.result;
+    const { turn, journal, history } = await begin(ctx, claimed);
+    const to = turn.taken[turn.taken.length - 1]!.message;
     const out = deps.delivery.outbound(to.platform);
-    const done = await runOrSuspend(ctx, turn, journal, storedHistory, out);
-    const text = replyText(deps, done.outcome, journal);
-    const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
-    const record: OutboxRecord = {
-      v: 1, runId, session, to, state: done.outcome.state, text, messageIds: messages.map((m) => m.id),
-      ...(done.outcome.reason && { reason: done.outcome.reason }),
-      // A turn given up without running (crashed) still takes down the status message its runs left.
-      ...(statusMessageId !== undefined && { statusMessageId }),
-      ...(done.streamed && { streamed: done.streamed }),
-    };
-    const outbox = JSON.stringify(record);
-    const left = await ctx.store.commit({
-      taken: turn.taken,
-      history: historyEntry(turn, done.outcome),
-      historyMax: HISTORY_MAX_TURNS,
-      last: JSON.stringify(lastRunOf(resultOf(ctx, done.outcome, record.messageIds))),
-      outbox,
-    });
-
+    const done = await runOrSuspend(ctx, turn, journal, history, out);
+    const { record, outbox, left } = await commit(ctx, turn, journal, done, to);
     // The turn is committed (the commit was the fence: a worker that froze past its lock stops
     // there): from here a crash re-delivers the outbox, it never re-runs the turn.
     const delivery = new TurnJournal(ctx.store, []);
     const report = await deliver(ctx, out, record, delivery);
-    await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session }) : undefined]);
+    await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session: ctx.session }) : undefined]);
     return finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries]);
   };
+}
+
+function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: string | undefined, signal: AbortSignal | undefined): RunContext {
+  if (!token || job.id === undefined) throw new Error('a run needs a job id and a lock token');
+  const session = job.data.session;
+  const jobId = job.id;
+  const runId = `${jobId}.${job.attemptsStarted}`;
+  return {
+    deps, job, jobId, token, session, runId, started: Date.now(),
+    store: new SessionStore(deps.redis, deps.keys, session, { jobId, token }),
+    log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
+    ...(signal && { signal }),
+  };
+}
+
+type Claimed = { kind: 'skipped'; result: RunResult } | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[] };
+
+/** Claims the inbox head under the session fence, first delivering a reply an earlier run committed and did not confirm. */
+async function claim(ctx: RunContext): Promise<Claimed> {
+  const { deps } = ctx;
+  const skipped = (reason: 'session_busy' | 'inbox_empty'): Claimed => ({ kind: 'skipped', result: skippedResult(ctx, reason) });
+  const claim = await ctx.store.claim(deps.foldMax);
+  if (claim.kind !== 'busy' && claim.unreadable > 0) {
+    ctx.log.error({ entries: claim.unreadable, list: deps.keys.unreadable }, 'inbox entries no run can read were moved aside; the session goes on');
+    deps.metrics?.unreadable.inc(claim.unreadable);
+  }
+  if (claim.kind === 'busy') {
+    await ctx.job.log(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
+    ctx.log.info({ holder: claim.holder }, 'session busy, job skipped');
+    return skipped('session_busy');
+  }
+  if (claim.kind === 'empty') return skipped('inbox_empty');
+  if (claim.pendingReply !== undefined) await deliverPending(ctx, claim.pendingReply, claim.journal);
+  if (claim.messages.length === 0) {
+    await ctx.store.settle('', true);
+    return skipped('inbox_empty');
+  }
+  // The journal was the pending reply's (delivered above), or it is the unfinished turn's.
+  return { kind: 'claimed', messages: claim.messages, journal: claim.pendingReply === undefined ? claim.journal : [] };
+}
+
+/** Picks the turn and reads what it needs: its journal, the session's history, the job's display data. */
+async function begin(ctx: RunContext, claimed: Extract<Claimed, { kind: 'claimed' }>): Promise<{ turn: Turn; journal: TurnJournal; history: Promise<StoredHistory> }> {
+  const { deps, job, runId } = ctx;
+  const journal = new TurnJournal(ctx.store, parseJournal(claimed.journal));
+  const turn = await takeTurn(ctx, claimed.messages, journal);
+  const messages = turn.taken.map((c) => c.message);
+  deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
+  // Independent round trips go out together: the history read, the turn's taken count (SESSION_QUEUE_MAX counts the rest), and the job's data and log.
+  const history = readHistory(deps, ctx.session);
+  await Promise.all([
+    ctx.store.take(turn.taken.length),
+    job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
+    job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
+  ]);
+  ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
+  return { turn, journal, history };
+}
+
+/** Commits the turn, its history entry, the session's last run and the reply to deliver, in one fenced script. */
+async function commit(ctx: RunContext, turn: Turn, journal: TurnJournal, done: TurnResult, to: InboundMessage): Promise<{ record: OutboxRecord; outbox: string; left: number }> {
+  const text = replyText(ctx.deps, done.outcome, journal);
+  const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
+  const record: OutboxRecord = {
+    v: 1, runId: ctx.runId, session: ctx.session, to, state: done.outcome.state, text, messageIds: turn.taken.map((c) => c.message.id),
+    ...(done.outcome.reason && { reason: done.outcome.reason }),
+    // A turn given up without running (crashed) still takes down the status message its runs left.
+    ...(statusMessageId !== undefined && { statusMessageId }),
+    ...(done.streamed && { streamed: done.streamed }),
+  };
+  const outbox = JSON.stringify(record);
+  const left = await ctx.store.commit({
+    taken: turn.taken,
+    history: historyEntry(turn, done.outcome),
+    historyMax: HISTORY_MAX_TURNS,
+    last: JSON.stringify(lastRunOf(resultOf(ctx, done.outcome, record.messageIds))),
+    outbox,
+  });
+  return { record, outbox, left };
 }
 
 /** The turn this run answers: the one its journal began (the same messages), else the fold policy's. */
