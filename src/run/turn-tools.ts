@@ -1,0 +1,20 @@
+import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
+import { createScheduleTools } from '../schedules/tools.js';
+import { buildTools } from '../tools/index.js';
+import type { Tool } from '../tools/types.js';
+import type { Workspace } from '../tools/workspace.js';
+import type { RunContext } from './context.js';
+import { createSendFileTool } from './delivery/send-file.js';
+
+/**
+ * The tools this turn offers: the workspace's own (run_command when enabled), send_file where
+ * the platform can upload, the schedule tools when offered, and MCP tools; less what the tool
+ * policy keeps from this platform.
+ */
+export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAdapter, to: InboundMessage): Tool[] {
+  const { tools, schedules } = ctx.deps;
+  const sendFile = createSendFileTool(workspace, out, to);
+  const scheduling = schedules?.offered ? createScheduleTools(schedules.book, { from: to, defaultTz: schedules.defaultTz, approvers: schedules.approvers }) : [];
+  const offered = [...buildTools(workspace, tools.exec ? { exec: tools.exec } : {}), ...(sendFile ? [sendFile] : []), ...scheduling, ...(tools.extraTools?.(workspace, to.platform) ?? [])];
+  return offered.filter((t) => tools.policy.offered(to.platform, t.name));
+}
