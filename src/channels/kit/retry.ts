@@ -33,6 +33,9 @@ export interface RetryOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<unknown>;
 }
 
+/** How a platform call may be repeated, as its caller says it: the channel's wrapper adds its classifier and its defaults. */
+export type CallRetry = Omit<RetryOptions, 'classify'>;
+
 export const DEFAULT_BACKOFF_MS: readonly number[] = [500, 1_500, 4_000];
 
 /**

@@ -1,5 +1,5 @@
 import type { WriteFailure } from '../kit/pieces.js';
-import { withRetries, type CallFailure } from '../kit/retry.js';
+import { withRetries, type CallFailure, type CallRetry } from '../kit/retry.js';
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, type FetchFunction, type Logger as SlackLogger } from '@slack/web-api';
 
 /** Slack's Web API base when SLACK_API_URL is not set. */
@@ -97,17 +97,12 @@ export function slackWriteFailure(err: unknown): WriteFailure {
   return 'retry';
 }
 
-export interface CallOptions {
-  /**
-   * Repeating the call cannot do it twice (chat.update with the same text, reactions, chat.delete).
-   * A write that is not (chat.postMessage) is repeated only after a 429, which proves it was not done.
-   */
-  idempotent: boolean;
-  attempts?: number;
-  /** A Retry-After longer than this is not waited for: the call fails instead. */
-  maxDelayMs?: number;
-  signal?: AbortSignal;
-}
+/**
+ * A Slack call's retry options (the one RetryOptions, less its classifier): `idempotent` when
+ * repeating cannot do it twice (chat.update with the same text, reactions, chat.delete); a write
+ * that is not (chat.postMessage) is repeated only after a 429, which proves it was not done.
+ */
+export type CallOptions = CallRetry;
 
 /** What a classified failure means for repeating the call (the retry core decides; see ../retry.ts). */
 export function slackCallFailure(err: unknown): CallFailure {
@@ -128,9 +123,8 @@ export function slackCall<T>(method: string, call: () => Promise<T>, options: Ca
     });
   return withRetries(classified, {
     classify: slackCallFailure,
-    idempotent: options.idempotent,
-    attempts: options.attempts ?? 4,
-    maxWaitMs: options.maxDelayMs ?? 30_000,
-    ...(options.signal && { signal: options.signal }),
+    attempts: 4,
+    maxWaitMs: 30_000,
+    ...options,
   });
 }
