@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GrammyError, HttpError } from 'grammy';
 import { classifyTelegramError, withTelegramRetries } from '../../../src/channels/telegram/errors.js';
-import { ChatPacer } from '../../../src/channels/telegram/pacing.js';
+import { ConversationPacer } from '../../../src/channels/kit/pacer.js';
 
 const tgError = (error_code: number, description: string, parameters: Record<string, number> = {}) =>
   new GrammyError('Call failed', { ok: false, error_code, description, parameters }, 'sendMessage', {});
@@ -79,31 +79,44 @@ describe('withTelegramRetries', () => {
   });
 });
 
-describe('ChatPacer', () => {
-  it('spaces edits of one chat and holds a flood wait; other chats are unaffected', () => {
+describe('ConversationPacer (channels/kit/pacer.ts), as Telegram uses it', () => {
+  it('spaces writes of one chat and holds a flood wait; other chats are unaffected', () => {
     let now = 1_000;
-    const pacer = new ChatPacer(1000, () => now);
-    expect(pacer.editWaitMs(1)).toBe(0);
-    pacer.markEdit(1);
+    const pacer = new ConversationPacer(1000, () => now);
+    expect(pacer.waitMs('1')).toBe(0);
+    pacer.wrote('1');
     now += 400;
-    expect(pacer.editWaitMs(1)).toBe(600);
-    expect(pacer.editWaitMs(2)).toBe(0);
-    pacer.flood(1, 5000);
-    expect(pacer.editWaitMs(1)).toBe(5000);
-    expect(pacer.floodWaitMs(1)).toBe(5000);
-    expect(pacer.floodWaitMs(2)).toBe(0);
+    expect(pacer.waitMs('1')).toBe(600);
+    expect(pacer.waitMs('2')).toBe(0);
+    pacer.flood('1', 5000);
+    expect(pacer.waitMs('1')).toBe(5000);
+    expect(pacer.floodWaitMs('1')).toBe(5000);
+    expect(pacer.floodWaitMs('2')).toBe(0);
   });
 
   it('a deferred edit applies the newest text once; cancelling forgets it', async () => {
-    const pacer = new ChatPacer(1000);
+    const pacer = new ConversationPacer(1000);
     const applied: string[] = [];
-    pacer.defer(1, 10, 'a', 20, (t) => applied.push(t));
-    pacer.defer(1, 10, 'b', 20, (t) => applied.push(t));
-    pacer.defer(1, 11, 'x', 20, (t) => applied.push(t));
-    pacer.cancel(1, 11);
+    pacer.defer('1', '10', 'a', 20, (t) => applied.push(t));
+    pacer.defer('1', '10', 'b', 20, (t) => applied.push(t));
+    pacer.defer('1', '11', 'x', 20, (t) => applied.push(t));
+    pacer.cancel('1', '11');
     expect(pacer.pendingCount()).toBe(1);
     await new Promise((r) => setTimeout(r, 60));
     expect(applied).toEqual(['b']);
     expect(pacer.pendingCount()).toBe(0);
+  });
+
+  it('writes that must happen take turns, in order, each a gap after the one before; a waiting turn holds off best-effort writes', async () => {
+    const gap = 60;
+    const pacer = new ConversationPacer(gap);
+    const at: number[] = [];
+    const turns = [0, 1, 2].map(() => pacer.turn('7', 10_000).then(() => at.push(Date.now())));
+    expect(pacer.waitMs('7')).toBeGreaterThan(0);
+    await Promise.all(turns);
+    expect(at).toHaveLength(3);
+    for (let i = 1; i < at.length; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(gap - 5);
+    expect(pacer.waitMs('7')).toBeGreaterThan(0);
+    expect(pacer.waitMs('8')).toBe(0);
   });
 });

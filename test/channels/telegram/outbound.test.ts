@@ -32,6 +32,9 @@ function to(fields: Partial<InboundMessage> = {}): InboundMessage {
   };
 }
 
+/** A post and an edit of one chat share its budget: waits until an edit after a post goes at once. */
+const pastTheGap = () => new Promise((r) => setTimeout(r, GROUP_CHAT_GAP_MS + 50));
+
 describe('telegram outbound against a fake Bot API', () => {
   let fake: FakeTelegram;
   let out: TelegramOutbound;
@@ -122,6 +125,8 @@ describe('telegram outbound against a fake Bot API', () => {
     const post = fake.callsOf('sendMessage')[0]!;
     expect(post.body).toMatchObject({ text: 'Let me look <at> **this**', disable_notification: true });
     expect(post.body.parse_mode).toBeUndefined();
+    // The post took the chat's turn: an edit now would be deferred to the gap.
+    await pastTheGap();
     await out.edit(to(), id!, 'Let me look <at> **this**\n• read a.txt');
     await new Promise((r) => setTimeout(r, GROUP_CHAT_GAP_MS + 50));
     await out.edit(to(), id!, 'Let me look <at> **this**\n• read a.txt');
@@ -134,6 +139,7 @@ describe('telegram outbound against a fake Bot API', () => {
 
   it('429 on editMessageText defers the edit past retry_after with the newest text, without blocking', async () => {
     const [id] = await out.post(to(), 'step 1', 'status');
+    await pastTheGap();
     fake.fault({ method: 'editMessageText', status: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } });
     await out.edit(to(), id!, 'step 1\nstep 2');
     const limited = fake.callsOf('editMessageText')[0]!;
@@ -149,6 +155,7 @@ describe('telegram outbound against a fake Bot API', () => {
 
   it('a post waits for the chat’s flood wait to end instead of hitting 429 again', async () => {
     const [id] = await out.post(to(), 'working', 'status');
+    await pastTheGap();
     fake.fault({ method: 'editMessageText', status: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } });
     await out.edit(to(), id!, 'working more');
     const limitedAt = fake.callsOf('editMessageText')[0]!.at;
