@@ -343,6 +343,23 @@ describe('architecture', () => {
     expect(folders.filter((f) => !existsSync(join(SRC, f, 'README.md')))).toEqual([]);
     expect(folders.filter((f) => !FOLDER_ORDER.some(([name]) => name === f))).toEqual([]);
     expect(readdirSync(join(SRC, 'queue')).filter((f) => f.endsWith('.ts')).length).toBeLessThanOrEqual(12);
+    // A file past 400 lines holds more than one job: split it where the jobs part.
+    expect(FILES.filter((f) => readFileSync(f, 'utf8').split('\n').length > 400).map(rel)).toEqual([]);
+    // Each platform's adapter has the same parts, and its outbound half stays a table of contents.
+    for (const platform of ['slack', 'telegram', 'discord']) {
+      const parts = ['gateway', 'inbound', 'outbound', 'stream', 'upload', 'approval-card', 'errors'];
+      expect(parts.filter((p) => !existsSync(join(SRC, 'channels', platform, `${p}.ts`))), platform).toEqual([]);
+      expect(readFileSync(join(SRC, 'channels', platform, 'outbound.ts'), 'utf8').split('\n').length, platform).toBeLessThanOrEqual(250);
+    }
+  });
+
+  it('every Discord message write waits for its channel\'s turn: only the writer calls the REST client', () => {
+    // rest.ts is the client; slash.ts registers the commands at start (no message, no channel).
+    const allowed = new Set(['channels/discord/writer.ts', 'channels/discord/rest.ts', 'channels/discord/slash.ts']);
+    const callers = FILES.filter((f) => rel(f).startsWith('channels/discord/') && /\.request\s*(<[^>]*>)?\s*\(/.test(readFileSync(f, 'utf8'))).map(rel);
+    expect(callers.filter((f) => !allowed.has(f))).toEqual([]);
+    // The rule sees the writer it allows.
+    expect(callers).toContain('channels/discord/writer.ts');
   });
 
   it('only the workspace write API changes the file system (every write under WORKSPACE_ROOT follows no link)', () => {

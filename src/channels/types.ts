@@ -121,6 +121,8 @@ export interface DeliveredOutcome {
   runId: string;
   state: 'completed' | 'failed' | 'cancelled';
   reason?: string;
+  /** The honest line the person read when the run did not complete (for an adapter that repeats it elsewhere). */
+  line?: string;
   /** Ids of the messages this run answered. */
   messageIds: string[];
 }

@@ -588,7 +588,7 @@ describe('deliverReply', () => {
     expect(strip(out.calls)).toEqual([
       { op: 'post', text, kind: 'notice', id: 'msg-1' },
       { op: 'remove', id: 's' },
-      { op: 'ended', outcome: { runId: 'run-1', state, reason, messageIds: ['m-1'] } },
+      { op: 'ended', outcome: { runId: 'run-1', state, reason, line: honestLine(reason), messageIds: ['m-1'] } },
     ]);
   });
 

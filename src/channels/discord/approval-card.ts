@@ -1,8 +1,10 @@
-import type { ApprovalCard, ApprovalOutcome } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, InboundMessage } from '../types.js';
 import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { clip, cutAt } from '../../lib/text.js';
 import { approvalCustomId } from './approval-data.js';
-import { MESSAGE_LIMIT } from './ids.js';
+import { DiscordApiError } from './errors.js';
+import { cardNonce, MESSAGE_LIMIT } from './ids.js';
+import { NO_PINGS, quietReply, type DiscordWriter, type Posted } from './writer.js';
 
 /** Component types and button styles (Discord's message components). */
 const ACTION_ROW = 1;
@@ -74,4 +76,31 @@ export function cardButtons(approvalId: string): ActionRow[] {
       ],
     },
   ];
+}
+
+/**
+ * The approval card, with Approve / Deny buttons the gateway decides. Always a channel message
+ * (it is edited when the run resumes, which may be past a slash command's 15-minute token): a
+ * reply to the user's message for a mention or DM, a message in the command's channel for a
+ * slash command. Its nonce comes from the approval id, so a resend returns the card already
+ * posted. It pings no one.
+ */
+export async function postCard(w: DiscordWriter, to: InboundMessage, card: ApprovalCard): Promise<string> {
+  const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true, ...quietReply(to), ...w.created('card') };
+  const posted = await w.write<Posted>(to.conversation, 'POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
+  return posted.id;
+}
+
+/**
+ * The decided card: the same text plus the decision, without its buttons. The gateway's answer
+ * to the click (UPDATE_MESSAGE) shows the same text already, so this edit is idempotent: it
+ * settles the card whichever of the two lands first, and shows an expiry or a /stop. A card
+ * someone deleted stays deleted.
+ */
+export async function settleCard(w: DiscordWriter, to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+  try {
+    await w.write(to.conversation, 'PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content: decidedText(card, outcome), components: [], allowed_mentions: NO_PINGS, ...w.edited('card') } });
+  } catch (err) {
+    if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
+  }
 }

@@ -113,3 +113,20 @@ export function safeError(err: unknown): { name: string; message: string; status
     ...((typeof code === 'number' || typeof code === 'string') && { code }),
   };
 }
+
+/** The interaction's webhook stopped taking messages at this piece. */
+export class InteractionGoneAt extends Error {
+  constructor(readonly index: number) {
+    super(`the interaction stopped taking messages at piece ${index}`);
+  }
+}
+
+/**
+ * A follow-up the webhook no longer knows (404 Unknown Message: someone deleted it). Not a
+ * DiscordApiError, so it does not count as the whole interaction being gone.
+ */
+export class FollowUpGone extends Error {
+  constructor(cause: unknown) {
+    super('the follow-up message no longer exists', { cause });
+  }
+}

@@ -1,31 +1,20 @@
-import { withRetries as retryCall } from '../kit/retry.js';
+import { withRetries as retryCall, type CallRetry } from '../kit/retry.js';
 import { classify, discordCallFailure, DiscordNetworkError, redactRoute } from './errors.js';
 
 export const DISCORD_API = 'https://discord.com/api';
 export const API_VERSION = 10;
 
-export interface RetryOptions {
-  /**
-   * The request may be sent twice without doing its work twice (GET, PUT, PATCH, DELETE, and a
-   * message POST with `enforce_nonce`): also retried after a 5xx or a lost response. Otherwise
-   * only a 429 (where Discord did nothing) is retried.
-   */
-  idempotent: boolean;
-  attempts?: number;
-  /** A 429 asking to wait longer than this is not waited for: the error is thrown. */
-  maxRetryAfterMs?: number;
-  sleep?: (ms: number) => Promise<unknown>;
-}
+/**
+ * `idempotent`: the request may be sent twice without doing its work twice (GET, PUT, PATCH,
+ * DELETE, and a message POST with `enforce_nonce`): also retried after a 5xx or a lost response.
+ * Otherwise only a 429 (where Discord did nothing) is retried. `maxWaitMs` (default 60 s): a 429
+ * asking to wait longer is not waited for, its error is thrown.
+ */
+export type RetryDefaults = Omit<CallRetry, 'idempotent'>;
 
 /** Discord calls through the retry core (../retry.ts), with Discord's classifier. */
-export function withRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
-  return retryCall(call, {
-    classify: discordCallFailure,
-    idempotent: options.idempotent,
-    attempts: options.attempts ?? 5,
-    maxWaitMs: options.maxRetryAfterMs ?? 60_000,
-    ...(options.sleep && { sleep: options.sleep }),
-  });
+export function withRetries<T>(call: () => Promise<T>, options: CallRetry): Promise<T> {
+  return retryCall(call, { attempts: 5, maxWaitMs: 60_000, ...options, classify: discordCallFailure });
 }
 
 export interface DiscordRestOptions {
@@ -33,7 +22,7 @@ export interface DiscordRestOptions {
   /** The REST base without the version (discord.js `rest.api`): https://discord.com/api. */
   apiUrl?: string | undefined;
   timeoutMs?: number;
-  retry?: Omit<RetryOptions, 'idempotent'>;
+  retry?: RetryDefaults;
 }
 
 /** A file sent with a message: the `files[n]` part of a multipart/form-data request. */
@@ -59,9 +48,9 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /**
    * Overrides the client's retry rule for this request: a streamed answer's write does not wait
-   * out a 429 (`maxRetryAfterMs: 0`), because the next write brings newer text anyway.
+   * out a 429 (`maxWaitMs: 0`), because the next write brings newer text anyway.
    */
-  retry?: Pick<RetryOptions, 'attempts' | 'maxRetryAfterMs'>;
+  retry?: Pick<CallRetry, 'attempts' | 'maxWaitMs'>;
 }
 
 /**
@@ -73,7 +62,7 @@ export class DiscordRest {
   readonly base: string;
   private readonly token: string;
   private readonly timeoutMs: number;
-  private readonly retry: Omit<RetryOptions, 'idempotent'>;
+  private readonly retry: RetryDefaults;
 
   constructor(options: DiscordRestOptions) {
     this.base = `${(options.apiUrl ?? DISCORD_API).replace(/\/+$/, '')}/v${API_VERSION}`;

@@ -3,7 +3,8 @@ import { cutAt } from '../../lib/text.js';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { InboundMessage, StreamShown } from '../types.js';
-import { SlackRateLimited, SlackRefused, SlackUnknownOutcome, slackCall, type CallOptions } from './api.js';
+import { slackCall, type CallOptions } from './api.js';
+import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from './errors.js';
 import { escapePlain } from './format.js';
 import { isDirect } from './ids.js';
 

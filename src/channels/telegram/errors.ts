@@ -1,6 +1,6 @@
 import { GrammyError, HttpError, type Transformer } from 'grammy';
 import type { WriteFailure } from '../kit/pieces.js';
-import { withRetries, type CallFailure } from '../kit/retry.js';
+import { withRetries, type CallFailure, type CallRetry } from '../kit/retry.js';
 
 /**
  * What a failed Bot API call means for the next decision. One function maps grammY's errors
@@ -95,21 +95,6 @@ export function describeTelegramError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export interface RetryOptions {
-  /**
-   * The call may be repeated when Telegram might already have performed it (an edit, a delete,
-   * getFile). A sendMessage is not: repeating it after a lost response can post twice.
-   */
-  idempotent: boolean;
-  /** Attempts in all, the first included. */
-  attempts?: number;
-  /** Longest wait honoured for one retry_after; a longer one is thrown to the caller. */
-  maxWaitMs?: number;
-  signal?: AbortSignal;
-  /** Told before each wait (for logs and the per-chat flood-wait record). */
-  onWait?: (failure: CallFailure, waitMs: number) => void;
-}
-
 /** 500 ms doubling to 10 s: a Bot API server restarting takes a few seconds. */
 const BACKOFF_MS = [500, 1_000, 2_000, 4_000, 8_000, 10_000];
 
@@ -121,16 +106,12 @@ export function telegramCallFailure(err: unknown): CallFailure {
 }
 
 /** Outbound Bot API calls through the retry core, with Telegram's classifier. */
-export function withTelegramRetries<T>(call: () => Promise<T>, options: RetryOptions): Promise<T> {
-  return withRetries(call, {
-    classify: telegramCallFailure,
-    idempotent: options.idempotent,
-    attempts: options.attempts ?? 4,
-    maxWaitMs: options.maxWaitMs ?? 300_000,
-    backoffMs: BACKOFF_MS,
-    ...(options.signal && { signal: options.signal }),
-    ...(options.onWait && { onWait: options.onWait }),
-  });
+/**
+ * `idempotent`: the call may be repeated when Telegram might already have performed it (an
+ * edit, a delete, getFile); a sendMessage is not, since repeating it after a lost response can post twice.
+ */
+export function withTelegramRetries<T>(call: () => Promise<T>, options: CallRetry): Promise<T> {
+  return withRetries(call, { attempts: 4, maxWaitMs: 300_000, backoffMs: BACKOFF_MS, ...options, classify: telegramCallFailure });
 }
 
 /** grammY types its signals with the abort-controller shim; a native AbortSignal is what node-fetch checks for at run time. */

@@ -3,6 +3,8 @@ import type { InboundMessage, OutboundAdapter, DeliveredOutcome } from '../../ch
 import type { Logger } from '../../log.js';
 import { memoryLedger, type PieceLedger } from '../../channels/kit/pieces.js';
 import type { StreamedAnswer } from './answer-stream.js';
+import { honestLine } from './honest-line.js';
+import type { FailureReason } from '../../agent/types.js';
 
 /**
  * A reply the run committed and must deliver: written in the same script that consumed the
@@ -70,6 +72,7 @@ export async function deliverReply(out: OutboundAdapter, record: OutboxRecord, l
   if (report.undeliverable !== undefined) return report;
   const outcome: DeliveredOutcome = { runId: record.runId, state: record.state, messageIds: record.messageIds };
   if (record.reason !== undefined) outcome.reason = record.reason;
+  if (record.state !== 'completed') outcome.line = honestLine(record.reason as FailureReason | undefined);
   await out.ended?.(record.to, outcome);
   return report;
 }

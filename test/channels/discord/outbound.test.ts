@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { DiscordOutbound, FOLDED_NOTE, foldedNote } from '../../../src/channels/discord/outbound.js';
+import { honestLine } from '../../../src/run/delivery/honest-line.js';
 import { DiscordRest } from '../../../src/channels/discord/rest.js';
 import { interactionKey, interactionOf, ORIGINAL, UPLOAD_MAX_BYTES } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
@@ -247,9 +248,10 @@ describe('DiscordOutbound: slash commands (the interaction webhook)', () => {
     const earlier = await deferredAsk('first');
     const last = await deferredAsk('second');
     await redis.set(interactionKey(prefix, earlier.to.id), JSON.stringify(interactionOf(earlier.to)), 'PX', 60_000);
-    await outbound().ended(last.to, { runId: 'r2', state: 'cancelled', reason: 'cancelled', messageIds: [earlier.to.id, last.to.id] });
+    await outbound().ended(last.to, { runId: 'r2', state: 'cancelled', reason: 'cancelled', line: honestLine('cancelled'), messageIds: [earlier.to.id, last.to.id] });
     expect(msg(earlier.ix.originalId!).content).toBe('↪ Handled together with the messages that came after this one. Stopped.');
-    expect(foldedNote({ state: 'failed', reason: 'model_error' })).toContain('I could not get an answer from the model');
+    expect(foldedNote({ state: 'failed', line: honestLine('model_error') })).toContain('I could not get an answer from the model');
+    expect(foldedNote({ state: 'failed' })).toBe('↪ Handled together with the messages that came after this one.');
   });
 });
 

@@ -32,7 +32,7 @@ describe('withRetries: classify, then retry or rethrow', () => {
 
   it('does not wait longer than the cap: the 429 is thrown', async () => {
     const s = scripted([new DiscordRateLimitError('POST /x', 90_000, true)]);
-    await expect(withRetries(s.call, { idempotent: true, sleep: s.sleep, maxRetryAfterMs: 60_000 })).rejects.toBeInstanceOf(DiscordRateLimitError);
+    await expect(withRetries(s.call, { idempotent: true, sleep: s.sleep, maxWaitMs: 60_000 })).rejects.toBeInstanceOf(DiscordRateLimitError);
     expect(s.calls()).toBe(1);
   });
 

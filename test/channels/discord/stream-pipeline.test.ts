@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normaliseMessage } from '../../../src/channels/discord/inbound.js';
 import { DiscordOutbound } from '../../../src/channels/discord/outbound.js';
 import { DiscordRest } from '../../../src/channels/discord/rest.js';
-import { STREAM_INTERVAL_MS, WRITING_MARK } from '../../../src/channels/discord/stream.js';
+import { STREAM_INTERVAL_MS } from '../../../src/channels/discord/pacing.js';
+import { WRITING_MARK } from '../../../src/channels/discord/stream-layout.js';
 import { sessionKeyOf } from '../../../src/channels/session-key.js';
 import { INCOMPLETE_MARK } from '../../../src/run/delivery/reply.js';
 import { createLogger } from '../../../src/log.js';
@@ -120,12 +121,20 @@ function expectGrowing(history: string[], final: string): void {
 }
 
 /**
- * Streamed writes of one channel are at least STREAM_INTERVAL_MS apart. The final edit is the
- * reply's delivery, not a streamed write: it is not spaced from the last one (it waits only for a
- * 429's hold, and the REST client waits out any 429 it meets).
+ * Every write of one channel (status, streamed writes, the final edits, posts and deletes) is at
+ * least STREAM_INTERVAL_MS apart, as the fake received them (a few ms cover the way in).
  */
 function expectPaced(writes: RecordedRequest[]): void {
-  for (let i = 1; i < writes.length; i++) expect(writes[i]!.at - writes[i - 1]!.at).toBeGreaterThanOrEqual(STREAM_INTERVAL_MS - 15);
+  const gaps = writes.slice(1).map((r, i) => r.at - writes[i]!.at);
+  const smallest = Math.min(...gaps);
+  const at = gaps.indexOf(smallest);
+  expect(smallest, `${writes[at]?.method} ${writes[at]?.path} → ${writes[at + 1]?.method} ${writes[at + 1]?.path}`).toBeGreaterThanOrEqual(STREAM_INTERVAL_MS - 15);
+}
+
+/** Every request that writes to the channel's messages or through an interaction's webhook: posts, edits, deletes. */
+function everyWrite(m: Mark, channel: string): RecordedRequest[] {
+  const message = new RegExp(`^/channels/${channel}/messages(/\\d+)?$`);
+  return requestsSince(m).filter((r) => r.method !== 'GET' && (message.test(r.path) || r.path.startsWith('/webhooks/')));
 }
 
 describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages that will carry it, as the model writes it', () => {
@@ -151,7 +160,7 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     expect(writes.filter((r) => r.method === 'PATCH').every((r) => r.path.endsWith(`/${answer.id}`))).toBe(true);
     expect(writes.every((r) => r.status === 200)).toBe(true);
     expect(writes.at(-1)!.body.content).toBe(FORMATTED_SHOWN);
-    expectPaced(streamed(writes));
+    expectPaced(writes);
     expect(streamed(writes).length).toBeGreaterThanOrEqual(2);
     // Nothing in the model's words pings anyone.
     expect(writes.every((r) => Array.isArray(r.body.allowed_mentions?.parse) && r.body.allowed_mentions.parse.length === 0)).toBe(true);
@@ -178,7 +187,7 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     const writes = webhookWrites(before, ix);
     expect(writes.every((r) => r.method === 'PATCH' && r.path.endsWith('/messages/@original') && r.status === 200)).toBe(true);
     expect(writes.at(-1)!.body.content).toBe(FORMATTED_SHOWN);
-    expectPaced(streamed(writes));
+    expectPaced(writes);
     expect(streamed(writes).length).toBeGreaterThanOrEqual(2);
   }, 40_000);
 
@@ -267,7 +276,7 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     const at = streamed(writes).map((r) => [made.findIndex((m) => (r.method === 'POST' ? m.nonce === r.body.nonce : r.path.endsWith(`/${m.id}`))), r.body.content.length] as const);
     expect(at.every(([k]) => k >= 0)).toBe(true);
     for (let i = 1; i < at.length; i++) expect(at[i]![0] > at[i - 1]![0] || (at[i]![0] === at[i - 1]![0] && at[i]![1] > at[i - 1]![1])).toBe(true);
-    expectPaced(streamed(writes));
+    expectPaced(writes);
   }, 50_000);
 
   it('/ask past 2,000 characters: the deferred response, then follow-ups, in order; the final ones are what post sends', async () => {
@@ -293,8 +302,29 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     const writes = webhookWrites(before, ix);
     expect(writes.filter((r) => r.method === 'POST')).toHaveLength(2);
     expect(writes.every((r) => r.status === 200)).toBe(true);
-    expectPaced(streamed(writes));
+    expectPaced(writes);
   }, 50_000);
+
+  it('every write to the channel — the status line and its edits, the streamed messages, the final pieces and a leftover\'s delete — waits for the channel\'s turn', async () => {
+    const channel = fake.ids.general;
+    const before = await mark(channel);
+    stack.fake.script([
+      { content: 'Let me look at the files.', toolCalls: [{ name: 'list_files', arguments: '{"path":"."}' }] },
+      { content: 'And once more, quickly.', toolCalls: [{ name: 'list_files', arguments: '{"path":"."}' }], delayMs: 200 },
+      { content: prose(4_500), chunks: 10, chunkDelayMs: 300, delayMs: 200 },
+    ]);
+    mention(channel, 'look twice, then write a very long answer');
+    await ended(channel, before, 60_000);
+
+    const writes = everyWrite(before, channel);
+    const kinds = new Set(writes.map((r) => r.method));
+    // Posts, edits and deletes (the status message goes once the reply is out) were all made.
+    expect([...kinds].sort()).toEqual(['DELETE', 'PATCH', 'POST']);
+    expect(liveSince(before, channel).length).toBeGreaterThanOrEqual(3);
+    const gaps = writes.slice(1).map((r, i) => r.at - writes[i]!.at);
+    console.log(`discord: smallest gap between writes to one channel ${Math.min(...gaps)} ms over ${writes.length} writes`);
+    expectPaced(writes);
+  }, 90_000);
 
   it('a short answer is not streamed: it is posted once, as before', async () => {
     const channel = fake.ids.general;

@@ -3,7 +3,7 @@ import { DiscordOutbound } from '../../../src/channels/discord/outbound.js';
 import { DiscordRest } from '../../../src/channels/discord/rest.js';
 import { ORIGINAL } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
-import { parseStreamed } from '../../../src/channels/discord/stream.js';
+import { parseStreamed } from '../../../src/channels/discord/stream-layout.js';
 import type { InboundMessage, StreamShown } from '../../../src/channels/types.js';
 import { memoryLedger, type PieceLedger } from '../../../src/channels/kit/pieces.js';
 import { createLogger } from '../../../src/log.js';
@@ -288,6 +288,9 @@ describe('Discord streamed answers: a slash command (the interaction webhook)', 
     const out = outbound(c.now);
     const { ix, to } = await deferredAsk();
     await out.post(to, '• looking', 'status');
+    // The status line took the channel's turn: the stream writes one interval later.
+    expect(await out.streamAnswer(to, 'Here is **the plan**', NOTHING)).toEqual(NOTHING);
+    c.tick(1_200);
     let shown = await out.streamAnswer(to, 'Here is **the plan**', NOTHING);
     c.tick(1_200);
     shown = await out.streamAnswer(to, 'Here is **the plan** for <@456> and @everyone:', shown);

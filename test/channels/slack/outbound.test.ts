@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createLogger } from '../../../src/log.js';
 import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
-import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/api.js';
+import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/errors.js';
 import { memoryLedger } from '../../../src/channels/kit/pieces.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
 import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { createLogger } from '../../../src/log.js';
 import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
-import { SlackRateLimited } from '../../../src/channels/slack/api.js';
+import { SlackRateLimited } from '../../../src/channels/slack/errors.js';
 import { STILL_WRITING, STREAM_SEGMENT_LIMIT } from '../../../src/channels/slack/stream.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
 import { memoryLedger } from '../../../src/channels/kit/pieces.js';
