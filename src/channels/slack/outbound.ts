@@ -5,6 +5,7 @@ import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, Inbou
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
 import { clip } from '../../lib/text.js';
 import { apiBase, createWebClient, slackCall, type CallOptions } from './api.js';
+import { SlackWriter } from './writer.js';
 import { SlackRefused, slackWriteFailure } from './errors.js';
 import { cardMessage, decidedMessage } from './approval-card.js';
 import { downloadSlackFile } from './download.js';
@@ -22,8 +23,10 @@ export interface SlackOutboundOptions {
   /** Hash-tagged prefix for the channel's Redis keys. */
   prefix: string;
   log: Logger;
-  /** LINK_PREVIEWS: answers may unfurl (default: no message does; see ../link-previews.ts). */
+  /** LINK_PREVIEWS: answers may unfurl (default: no message does; see ../kit/link-previews.ts). */
   linkPreviews?: boolean;
+  /** Test seam: the clock the pacer reads. */
+  now?: () => number;
 }
 
 /** Reactions on the user's message: received and working, then how the run ended. */
@@ -52,13 +55,16 @@ export class SlackOutbound implements OutboundAdapter {
   private readonly reactionChains = new Map<string, Promise<void>>();
   private readonly acknowledged = new Set<string>();
   private readonly streams: SlackStreams;
+  /** Every message write of this adapter waits for its conversation's turn here (reactions are no messages). */
+  private readonly w: SlackWriter;
 
   constructor(private readonly options: SlackOutboundOptions) {
     this.base = apiBase(options.apiUrl);
+    this.w = new SlackWriter(options.now);
     this.sdkLog = slackLogger(options.log);
     this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
     // Stream writes never wait: one try, and a 429 leaves the text for the next write.
-    this.streams = new SlackStreams(this.client, options.log, (to, text) => this.postOne(to, text, 'answer', { attempts: 1 }), options.linkPreviews === true);
+    this.streams = new SlackStreams(this.client, this.w, options.log, (to, text) => this.postOne(to, text, 'answer', { attempts: 1 }), options.linkPreviews === true);
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
@@ -70,8 +76,8 @@ export class SlackOutbound implements OutboundAdapter {
     return ids;
   }
 
-  streamIntervalMs(_to: InboundMessage): number {
-    return STREAM_INTERVAL_MS;
+  streamIntervalMs(to: InboundMessage): number {
+    return Math.max(STREAM_INTERVAL_MS, this.w.waitMs(to.conversation));
   }
 
   /**
@@ -85,15 +91,13 @@ export class SlackOutbound implements OutboundAdapter {
   }
 
   /**
-   * The final answer in the streamed messages, once a 429's pause of the stream is over: their
-   * streams stopped (chat.stopStream), piece i formatted as `post` formats it put into streamed
+   * The final answer in the streamed messages, each write on the conversation's turn (a 429's
+   * hold of the stream waited out first): their streams stopped (chat.stopStream), piece i formatted as `post` formats it put into streamed
    * message i (chat.update, repeatable), pieces past them posted, streamed messages left over deleted.
    */
   async finishStream(to: InboundMessage, shown: StreamShown, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     const pieces = answerPieces(to, text);
     const streamed = shown.ids;
-    // A 429 the stream was given holds for these writes too.
-    await this.streams.untilResumed(to);
     await this.streams.stopAll(to, streamed);
     const ids = await sendPieces(pieces, ledger, {
       classify: slackWriteFailure,
@@ -117,12 +121,12 @@ export class SlackOutbound implements OutboundAdapter {
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
-    await slackCall('chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text: statusText(text) }), { idempotent: true });
+    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text: statusText(text) }), { idempotent: true });
   }
 
   async remove(to: InboundMessage, messageId: string): Promise<void> {
     try {
-      await slackCall('chat.delete', () => this.client.chat.delete({ channel: to.conversation, ts: messageId }), { idempotent: true });
+      await this.w.write(to.conversation, 'chat.delete', () => this.client.chat.delete({ channel: to.conversation, ts: messageId }), { idempotent: true });
     } catch (err) {
       if (!(err instanceof SlackRefused && err.code === 'message_not_found')) throw err;
     }
@@ -169,7 +173,8 @@ export class SlackOutbound implements OutboundAdapter {
    */
   async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
     const { text, blocks } = cardMessage(card);
-    const res = await slackCall(
+    const res = await this.w.write(
+      to.conversation,
       'chat.postMessage',
       () => this.client.chat.postMessage({ channel: to.conversation, text, blocks, ...this.unfurls('card'), ...(to.thread !== undefined && { thread_ts: to.thread }) }),
       { idempotent: false },
@@ -182,12 +187,12 @@ export class SlackOutbound implements OutboundAdapter {
   /** The decided card: the same question and call, the decision instead of the buttons. */
   async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
     const { text, blocks } = decidedMessage(card, outcome);
-    await slackCall('chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text, blocks }), { idempotent: true });
+    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text, blocks }), { idempotent: true });
   }
 
   /** A message only `user` sees, in `channel` (and in `thread`): the answer to a button click. */
   async ephemeral(channel: string, user: string, text: string, thread?: string): Promise<void> {
-    await slackCall('chat.postEphemeral', () => this.client.chat.postEphemeral({ channel, user, text, ...(thread !== undefined && { thread_ts: thread }) }), { idempotent: false });
+    await this.w.write(channel, 'chat.postEphemeral', () => this.client.chat.postEphemeral({ channel, user, text, ...(thread !== undefined && { thread_ts: thread }) }), { idempotent: false });
   }
 
   async download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
@@ -206,7 +211,7 @@ export class SlackOutbound implements OutboundAdapter {
     // A client per upload: its transport carries this call's abort signal and the size-dependent timeout.
     const client = createWebClient(this.options.token, this.options.apiUrl, this.sdkLog, { fetch: uploadTransport(this.base, bytes.byteLength, signal) });
     const args = uploadArguments(to, file, bytes);
-    const res = await slackCall('files.uploadV2', () => client.files.uploadV2(args), { idempotent: false, signal });
+    const res = await this.w.write(to.conversation, 'files.uploadV2', () => client.files.uploadV2(args), { idempotent: false, signal });
     const id = uploadedFileId(res) ?? '';
     this.options.log.info({ channel: to.conversation, thread: to.thread, file: file.name, bytes: bytes.byteLength, id }, 'file uploaded');
     return id;
@@ -240,7 +245,8 @@ export class SlackOutbound implements OutboundAdapter {
   }
 
   private async postOne(to: InboundMessage, text: string, kind: PreviewKind, call: Partial<CallOptions> = {}): Promise<string> {
-    const res = await slackCall(
+    const res = await this.w.write(
+      to.conversation,
       'chat.postMessage',
       () =>
         this.client.chat.postMessage({

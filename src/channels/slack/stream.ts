@@ -1,12 +1,12 @@
-import { sleep } from '../../lib/sleep.js';
 import { cutAt } from '../../lib/text.js';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
 import type { InboundMessage, StreamShown } from '../types.js';
-import { slackCall, type CallOptions } from './api.js';
+import type { CallOptions } from './api.js';
 import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from './errors.js';
 import { escapePlain } from './format.js';
 import { isDirect } from './ids.js';
+import type { SlackWriter } from './writer.js';
 
 /**
  * A streamed answer in Slack. In a thread whose recipient is known, each message is one native
@@ -18,8 +18,7 @@ import { isDirect } from './ids.js';
  * lost or shown twice.
  */
 
-/** Least time between two writes of one conversation: chat.update is Tier 3, about one a second per channel. */
-export const STREAM_INTERVAL_MS = 1_000;
+export { STREAM_INTERVAL_MS } from './writer.js';
 /**
  * Characters of (escaped) text per streamed message. Matches the Markdown cut of slackPieces, so
  * the final answer usually needs the same messages; below chat.update's recommended 4,000 with
@@ -43,8 +42,6 @@ const NOW: CallOptions = { idempotent: false, attempts: 1 };
 const NOW_REPEATABLE: CallOptions = { idempotent: true, attempts: 1 };
 /** The final delivery may wait out a 429 and repeat what can be repeated (slackCall's defaults). */
 const FINAL: CallOptions = { idempotent: true };
-/** The longest pause (what is left of a 429's Retry-After) the final delivery waits out first; slackCall's own limit on waiting. */
-const FINAL_MAX_WAIT_MS = 30_000;
 
 /** What this worker knows of one streamed message. */
 interface MessageState {
@@ -63,15 +60,12 @@ const MAX_STATES = 1_000;
 
 export class SlackStreams {
   private readonly states = new Map<string, MessageState>();
-  /** Until when a conversation's stream writes wait (a 429's Retry-After), ms since the epoch. */
-  private readonly pausedUntil = new Map<string, number>();
-  /** When this worker last wrote a streamed message of the conversation (the final writes keep the stream's pace). */
-  private readonly lastWriteAt = new Map<string, number>();
   private readonly noStream = new Set<string>();
   private unavailable = false;
 
   constructor(
     private readonly client: WebClient,
+    private readonly w: SlackWriter,
     private readonly log: Logger,
     /** Posts a message where the answer goes (chat.postMessage, one try); returns its ts. */
     private readonly postNow: (to: InboundMessage, text: string) => Promise<string>,
@@ -85,11 +79,12 @@ export class SlackStreams {
 
   /**
    * Shows `text` in the messages of `shown` (see OutboundAdapter.streamAnswer). `prefix` leads the
-   * first message (the /ask line). A 429 ends the call with what is shown by then and pauses the
-   * conversation for its Retry-After; other errors are thrown.
+   * first message (the /ask line). Each write waits for the conversation's turn (the caller
+   * already keeps the interval, so that is rarely a wait). A 429 ends the call with what is shown
+   * by then and holds the conversation for its Retry-After, during which nothing is written; other errors are thrown.
    */
   async show(to: InboundMessage, text: string, shown: StreamShown, prefix: string): Promise<StreamShown> {
-    if (this.paused(to)) return shown;
+    if (this.w.floodWaitMs(to.conversation) > 0) return shown;
     const ids = [...shown.ids];
     const states = ids.map((id, i) => this.stateOf(to, id, shown.texts[i] ?? '', i === 0 ? prefix : ''));
     const segments = segmentText(text, states.slice(0, -1).map((s) => s.raw));
@@ -116,7 +111,6 @@ export class SlackStreams {
       }
     } catch (err) {
       if (err instanceof SlackRateLimited) {
-        this.pausedUntil.set(to.conversation, Date.now() + err.retryAfterMs);
         this.log.debug({ channel: to.conversation, retryAfterMs: err.retryAfterMs }, 'streaming paused by a 429');
       } else if (sameIds(ids, shown.ids)) {
         throw err;
@@ -129,49 +123,23 @@ export class SlackStreams {
     return { ids, texts: states.map((s) => s.shown) };
   }
 
-  /** Within a 429's Retry-After for this conversation (a pause past its end is forgotten). */
-  private paused(to: InboundMessage): boolean {
-    const until = this.pausedUntil.get(to.conversation);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    this.pausedUntil.delete(to.conversation);
-    return false;
-  }
-
-  /**
-   * Waits before each of the final delivery's writes: out what is left of a 429's pause of the
-   * conversation (a Retry-After the stream was given holds for the answer's last writes too), and
-   * for STREAM_INTERVAL_MS since the last write, so the final writes keep the stream's pace. A
-   * pause longer than slackCall would wait is not waited for here: the call's own 429 decides.
-   */
-  async untilResumed(to: InboundMessage): Promise<void> {
-    const now = Date.now();
-    const paused = (this.pausedUntil.get(to.conversation) ?? 0) - now;
-    const paced = (this.lastWriteAt.get(to.conversation) ?? -Infinity) + STREAM_INTERVAL_MS - now;
-    const left = Math.max(paced, paused <= FINAL_MAX_WAIT_MS ? paused : 0);
-    if (left > 0) await sleep(left);
-  }
-
   /** Ends the native streams still open among `ids` (before they are edited into the final answer). */
   async stopAll(to: InboundMessage, ids: readonly string[]): Promise<void> {
     for (const id of ids) {
       const state = this.states.get(key(to, id));
       if (state?.open !== true) continue;
-      await this.untilResumed(to);
       await this.stop(to, id, state, FINAL);
     }
   }
 
   /** The final text of a streamed message (chat.update, which may wait out a 429). */
   async replace(to: InboundMessage, ts: string, text: string): Promise<void> {
-    await this.untilResumed(to);
     await this.whenNotStreaming(to, ts, 'chat.update', FINAL, () => this.client.chat.update({ channel: to.conversation, ts, text }));
   }
 
   /** Deletes a streamed message the final answer does not need; one already gone counts as deleted. */
   async delete(to: InboundMessage, ts: string): Promise<void> {
     const state = this.states.get(key(to, ts));
-    await this.untilResumed(to);
     await this.discard(to, ts, state ?? { mode: 'update', raw: '', shown: '', open: 'unknown' }, FINAL);
   }
 
@@ -286,15 +254,9 @@ export class SlackStreams {
     }
   }
 
-  /** Every write of a streamed message goes through here, so the final writes know when the last one went. */
-  private async call<T>(to: InboundMessage, method: string, write: () => Promise<T>, options: CallOptions): Promise<T> {
-    try {
-      return await slackCall(method, write, options);
-    } finally {
-      this.lastWriteAt.delete(to.conversation);
-      this.lastWriteAt.set(to.conversation, Date.now());
-      if (this.lastWriteAt.size > MAX_STATES) this.lastWriteAt.delete(this.lastWriteAt.keys().next().value!);
-    }
+  /** Every write of a streamed message, on the conversation's turn. */
+  private call<T>(to: InboundMessage, method: string, write: () => Promise<T>, options: CallOptions): Promise<T> {
+    return this.w.write(to.conversation, method, write, options);
   }
 
   /** This worker's state of a message, or one read back from what it shows (a run another worker streamed). */

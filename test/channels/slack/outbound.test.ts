@@ -29,13 +29,16 @@ describe('slack outbound over the Web API (fake Slack)', () => {
   let redis: Redis;
   let prefix: string;
   let out: SlackOutbound;
+  /** Moves the adapter's pacer clock on (a delivery tried again minutes later). */
+  let later = 0;
   const to = mentionIn('C0CHAN', '1700000000.000100');
 
   beforeEach(async () => {
+    later = 0;
     slack = await startFakeSlack();
     redis = testRedis();
     prefix = uniquePrefix('slack-out');
-    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log });
+    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log, now: () => Date.now() + later });
   });
   afterEach(async () => {
     await slack.close();
@@ -108,6 +111,8 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     const ledger = memoryLedger();
     await expect(out.post(to, long, 'answer', ledger)).rejects.toBeInstanceOf(SlackRateLimited);
     expect(slack.messages).toHaveLength(1);
+    // The delivery is tried again once the Retry-After has passed.
+    later += 120_000;
     const ids = await out.post(to, long, 'answer', ledger);
     expect(ids.length).toBeGreaterThan(2);
     expect(slack.messages.map((m) => m.ts)).toEqual(ids);

@@ -262,8 +262,32 @@ describe('slack: STREAM_ANSWERS (the default) through the real roles — native 
     expect(refused.map((c) => c.error)).toEqual(['unknown_method']);
     expect(callsIn(channel, 'chat.appendStream')).toHaveLength(0);
     expectStreamedByUpdate(channel, thread, MARKDOWN_ANSWER);
-    // The refused start and the post that replaced it are one write of the pacing: the post follows at once.
+    // The refused start counts as a write of the conversation: the post that replaces it waits for the next turn.
     const post = writesOf(channel, answersIn(channel, thread)[0]!.ts).find((c) => c.method === 'chat.postMessage')!;
-    expect(post.at - refused[0]!.at).toBeLessThan(STREAM_INTERVAL_MS);
+    expect(post.at - refused[0]!.at).toBeGreaterThanOrEqual(STREAM_INTERVAL_MS - SLACK);
   }, 40_000);
+
+  it('every write to the conversation — the status message and its edits, the streamed messages, the final text and the status removal — waits for its turn', async () => {
+    const channel = 'C0PACED';
+    stack.fake.script([
+      { content: 'Let me look at the files.', toolCalls: [{ name: 'list_files', arguments: '{"path":"."}' }] },
+      { content: 'And once more, quickly.', toolCalls: [{ name: 'list_files', arguments: '{"path":"."}' }], delayMs: 200 },
+      { content: LONG_ANSWER, chunks: 10, chunkDelayMs: 300, delayMs: 200 },
+    ]);
+    const thread = await mention(channel, 'look twice, then write a very long answer', { thread: nextTs(), team: null });
+    await ended(channel, thread, 60_000);
+    await sleep(200);
+
+    const writes = slack.calls.filter((c) => c.params.channel === channel && MESSAGE_WRITES.has(c.method));
+    // A status message was posted, edited and removed, and the answer took more than one message.
+    expect(new Set(writes.map((c) => c.method))).toEqual(new Set(['chat.postMessage', 'chat.update', 'chat.delete']));
+    expect(visibleAnswers(channel, thread).length).toBeGreaterThanOrEqual(2);
+    const gaps = writes.slice(1).map((c, i) => c.at - writes[i]!.at);
+    console.log(`slack: smallest gap between writes to one conversation ${Math.min(...gaps)} ms over ${writes.length} writes`);
+    expectPaced(writes);
+  }, 90_000);
 });
+
+/** Every Web API method that writes a message of a conversation. */
+const MESSAGE_WRITES = new Set(['chat.postMessage', 'chat.update', 'chat.delete', 'chat.startStream', 'chat.appendStream', 'chat.stopStream', 'chat.postEphemeral', 'files.completeUploadExternal']);
+const LONG_ANSWER = Array.from({ length: 60 }, (_, i) => `Paragraph ${i + 1}: a long streamed answer that needs more than one Slack message to show.`).join('\n\n');

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { createLogger } from '../../../src/log.js';
 import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
 import { SlackRateLimited } from '../../../src/channels/slack/errors.js';
-import { STILL_WRITING, STREAM_SEGMENT_LIMIT } from '../../../src/channels/slack/stream.js';
+import { STILL_WRITING, STREAM_INTERVAL_MS, STREAM_SEGMENT_LIMIT } from '../../../src/channels/slack/stream.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
 import { memoryLedger } from '../../../src/channels/kit/pieces.js';
 import type { InboundMessage, StreamShown } from '../../../src/channels/types.js';
@@ -45,13 +45,16 @@ describe('slack streamed answers (fake Slack)', () => {
   let redis: Redis;
   let prefix: string;
   let out: SlackOutbound;
+  /** Moves the adapter's pacer clock on (a delivery tried again minutes later). */
+  let later = 0;
 
   beforeEach(async () => {
+    later = 0;
     slack = await startFakeSlack();
     redis = testRedis();
     prefix = uniquePrefix('slack-stream');
     // Native streams (chat.startStream) are used only with LINK_PREVIEWS=1 (they take no unfurl arguments).
-    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log, linkPreviews: true });
+    out = new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log, linkPreviews: true, now: () => Date.now() + later });
   });
   afterEach(async () => {
     await slack.close();
@@ -175,6 +178,8 @@ describe('slack streamed answers (fake Slack)', () => {
     const to = mention();
     let shown = await out.streamAnswer(to, 'First words', NOTHING);
     slack.fail('chat.appendStream', { status: 429, retryAfter: 1 });
+    // The answer stream keeps the interval between writes.
+    await sleep(STREAM_INTERVAL_MS);
     const started = Date.now();
     const after429 = await out.streamAnswer(to, 'First words, then more', shown);
     expect(Date.now() - started).toBeLessThan(500);
@@ -195,6 +200,7 @@ describe('slack streamed answers (fake Slack)', () => {
     const to = mention('C0CHAN', null);
     let shown = await out.streamAnswer(to, 'First words', NOTHING);
     slack.fail('chat.update', { status: 429, retryAfter: 1 });
+    await sleep(STREAM_INTERVAL_MS);
     const started = Date.now();
     expect(await out.streamAnswer(to, 'First words, then more', shown)).toEqual(shown);
     expect(Date.now() - started).toBeLessThan(500);
@@ -233,6 +239,8 @@ describe('slack streamed answers (fake Slack)', () => {
     // The second posted piece meets a 429 longer than we wait: the delivery fails after piece 2 (the edit and one post).
     slack.fail('chat.postMessage', { pass: true }, { status: 429, retryAfter: 120 });
     await expect(out.finishStream(to, shown, text, ledger)).rejects.toBeInstanceOf(SlackRateLimited);
+    // The delivery is tried again once the Retry-After has passed.
+    later += 120_000;
     const ids = await out.finishStream(to, shown, text, ledger);
     const again = await out.finishStream(to, shown, text, ledger);
     expect(again).toEqual(ids);
