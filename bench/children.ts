@@ -144,7 +144,13 @@ export async function stopGroup(child: ChildProcess, graceMs = 15_000): Promise<
 export async function spawnWorkerTracked(env: Record<string, string>): Promise<Spawned> {
   const worker = spawnNodeTracked('src/cli/main.ts', ['worker'], { LOG_LEVEL: 'info', ...env });
   try {
-    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited ${worker.child.exitCode}: ${worker.stderr().slice(-2000)}`))), PROCESS_READY_MS);
+    await waitFor(
+      'worker ready',
+      () =>
+        worker.stderr().includes('"worker ready"') ||
+        (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited ${worker.child.exitCode}: ${worker.stderr().slice(-2000)}`))),
+      PROCESS_READY_MS,
+    );
   } catch (err) {
     await stop(worker, 2_000);
     throw err;

@@ -17,13 +17,53 @@ export async function measureCluster(modelUrl: string, shape: LoadShape) {
   const dir = await mkdtemp(join(tmpdir(), 'sb-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
   const nodes: ChildProcess[] = ports.map((port) =>
-    spawnTracked('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }),
+    spawnTracked(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    ),
   );
   try {
-    for (const port of ports) await waitFor(`redis ${port}`, () => spawnSync('redis-cli', ['-p', String(port), 'ping']).stdout?.toString().includes('PONG'), 10_000, 100);
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
+    for (const port of ports)
+      await waitFor(
+        `redis ${port}`,
+        () =>
+          spawnSync('redis-cli', ['-p', String(port), 'ping'])
+            .stdout?.toString()
+            .includes('PONG'),
+        10_000,
+        100,
+      );
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+    });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
-    await waitFor('cluster_state:ok', () => ports.every((p) => spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info']).stdout?.toString().includes('cluster_state:ok')), 20_000, 200);
+    await waitFor(
+      'cluster_state:ok',
+      () =>
+        ports.every((p) =>
+          spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info'])
+            .stdout?.toString()
+            .includes('cluster_state:ok'),
+        ),
+      20_000,
+      200,
+    );
 
     const url = `redis+cluster://127.0.0.1:${ports[0]}`;
     const result = await measurePipeline(url, modelUrl, shape, 1, 50);

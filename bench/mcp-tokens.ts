@@ -24,7 +24,12 @@ export async function mcpPromptCost(): Promise<{ builtIn: number; withMcp: numbe
     const ws = new Workspace(dir);
     const builtIn = buildTools(ws);
     const mcp = registry.toolsFor(ws, 'telegram');
-    return { builtIn: tokens(toModelTools(builtIn)), withMcp: tokens(toModelTools([...builtIn, ...mcp])), mcpTools: mcp.length, system: tokens(DEFAULT_SYSTEM_PROMPT) };
+    return {
+      builtIn: tokens(toModelTools(builtIn)),
+      withMcp: tokens(toModelTools([...builtIn, ...mcp])),
+      mcpTools: mcp.length,
+      system: tokens(DEFAULT_SYSTEM_PROMPT),
+    };
   } finally {
     await registry.close();
     await rm(dir, { recursive: true, force: true });

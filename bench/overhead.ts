@@ -90,13 +90,23 @@ export async function measurePipeline(
 export async function measureFloor(redisUrl: string, shape: LoadShape, workers: number, concurrencyPerWorker: number): Promise<LatencySummary> {
   const prefix = prefixFor('floor');
   const dispose = onAbort(() => dropWith(redisUrl, prefix));
-  const procs = Array.from({ length: workers }, () => spawnNodeTracked('bench/floor-worker.ts', ['floor', prefix, String(concurrencyPerWorker)], { REDIS_URL: redisUrl }));
+  const procs = Array.from({ length: workers }, () =>
+    spawnNodeTracked('bench/floor-worker.ts', ['floor', prefix, String(concurrencyPerWorker)], { REDIS_URL: redisUrl }),
+  );
   let redis: Redis | undefined;
   let queue: Queue | undefined;
   let events: QueueEvents | undefined;
   let eventsConnection: Redis | undefined;
   try {
-    await Promise.all(procs.map((p) => waitFor('floor worker', () => p.stdout().includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(`floor worker exited: ${p.stderr().slice(-2000)}`))), 20_000)));
+    await Promise.all(
+      procs.map((p) =>
+        waitFor(
+          'floor worker',
+          () => p.stdout().includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(`floor worker exited: ${p.stderr().slice(-2000)}`))),
+          20_000,
+        ),
+      ),
+    );
     redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
     queue = new Queue('floor', { connection: redis, prefix });
     eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -129,7 +139,15 @@ async function dropWith(redisUrl: string, prefix: string): Promise<void> {
  * Stops one measurement's processes (by their pids; first, so that nothing is left running if a
  * later step throws) and connections, and deletes its keys when given a prefix and a connection.
  */
-async function teardown(rig: { events?: QueueEvents; eventsConnection?: Redis | undefined; procs: Spawned[]; queue?: Queue; redis?: Redis | undefined; prefix: string | undefined; dispose?: () => void }) {
+async function teardown(rig: {
+  events?: QueueEvents;
+  eventsConnection?: Redis | undefined;
+  procs: Spawned[];
+  queue?: Queue;
+  redis?: Redis | undefined;
+  prefix: string | undefined;
+  dispose?: () => void;
+}) {
   await stopAll(rig.procs);
   rig.dispose?.();
   try {
@@ -146,7 +164,11 @@ async function teardown(rig: { events?: QueueEvents; eventsConnection?: Redis | 
 export async function measureModelCall(modelUrl: string, shape: LoadShape): Promise<LatencySummary> {
   const model = createOpenAIModel({ apiKey: 'bench', baseURL: modelUrl, model: 'fake-model', stream: false, timeoutMs: 30_000 });
   const { latencies, seconds } = await closedLoop(shape.sessions, shape.perSession, async (s, i) => {
-    const response = await model.complete({ messages: [{ role: 'user', content: `message ${i} of session ${s}` }], tools: [], signal: new AbortController().signal });
+    const response = await model.complete({
+      messages: [{ role: 'user', content: `message ${i} of session ${s}` }],
+      tools: [],
+      signal: new AbortController().signal,
+    });
     if (response.stopReason === 'error') throw new Error(response.error?.message);
   });
   return summarise(latencies, seconds);

@@ -14,7 +14,12 @@ export function requestTokens(req: RecordedRequest): { total: number; system: nu
   const system = messages.filter((m) => m.role === 'system').reduce((n, m) => n + count(String(m.content ?? '')), 0);
   const rest = messages
     .filter((m) => m.role !== 'system')
-    .reduce((n, m) => n + count(`${m.role}\n${typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')}${m.tool_calls ? JSON.stringify(m.tool_calls) : ''}`), 0);
+    .reduce(
+      (n, m) =>
+        n +
+        count(`${m.role}\n${typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')}${m.tool_calls ? JSON.stringify(m.tool_calls) : ''}`),
+      0,
+    );
   const tools = req.body.tools ? count(JSON.stringify(req.body.tools)) : 0;
   return { total: system + rest + tools, system, tools, messages: rest };
 }

@@ -84,20 +84,27 @@ export async function measureRedisPerTurn(turns: number, main: string): Promise<
   let rig: TelegramRig | undefined;
   let proc: Spawned | undefined;
   try {
-    server = spawnTracked('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    server = spawnTracked('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+      stdio: 'ignore',
+    });
     const s = server;
     info = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, lazyConnect: true, retryStrategy: () => 50 });
     const client = info;
     client.on('error', () => undefined); // refused until the server listens: the wait below retries
-    await waitFor('the private redis-server', async () => {
-      if (s.exitCode !== null) throw new Error(`redis-server exited ${s.exitCode}`);
-      try {
-        if (client.status === 'wait') await client.connect();
-        return (await client.ping()) === 'PONG';
-      } catch {
-        return false;
-      }
-    }, 10_000, 50);
+    await waitFor(
+      'the private redis-server',
+      async () => {
+        if (s.exitCode !== null) throw new Error(`redis-server exited ${s.exitCode}`);
+        try {
+          if (client.status === 'wait') await client.connect();
+          return (await client.ping()) === 'PONG';
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      50,
+    );
     rig = await startTelegramRig(`redis://127.0.0.1:${port}`, `{bench-redis-${process.pid}}`);
     proc = (await startRole('all', rig.env, main)).proc;
     await seedTwoHop(rig, 1);
@@ -136,7 +143,10 @@ export async function measureRedisPerTurn(turns: number, main: string): Promise<
       bytesInPerTurn: Math.round(bytesIn),
       bytesOutPerTurn: Math.round(bytesOut),
       bytesPerTurn: Math.round(bytesIn + bytesOut),
-      top: [...perTurn].sort((x, y) => y[1] - x[1]).slice(0, 10).map(([command, n]) => ({ command, perTurn: r1(n) })),
+      top: [...perTurn]
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 10)
+        .map(([command, n]) => ({ command, perTurn: r1(n) })),
       idleCommandsPerSecond: r1(idleCommands / ((d.at - c.at) / 1000)),
     };
   } finally {

@@ -23,7 +23,8 @@ export function twoHopModel(req: RecordedRequest): Step {
   const last = messages.at(-1)!;
   const text = String(last.content ?? '');
   if (last.role === 'user') {
-    if (text.includes('manifest.txt')) return { content: 'Let me read the manifest.', toolCalls: [{ name: 'read_file', arguments: '{"path":"manifest.txt"}' }] };
+    if (text.includes('manifest.txt'))
+      return { content: 'Let me read the manifest.', toolCalls: [{ name: 'read_file', arguments: '{"path":"manifest.txt"}' }] };
     const asked = /\bRead ([\w-]+\.txt)\b/.exec(text)?.[1];
     if (asked) return { content: `Reading ${asked}.`, toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: asked }) }] };
     return { content: `ANSWER: ok (${text.slice(0, 20)})` };
@@ -97,7 +98,10 @@ export async function dmAndWait(rig: TelegramRig, chatId: number, text: string, 
   try {
     await waitFor('the answer', () => rig.tg.sent.slice(before).some((m) => m.chatId === chatId && m.text.startsWith('ANSWER')), timeoutMs, 1);
   } catch (err) {
-    const got = rig.tg.sent.slice(before).filter((m) => m.chatId === chatId).map((m) => JSON.stringify(m.text.slice(0, 200)));
+    const got = rig.tg.sent
+      .slice(before)
+      .filter((m) => m.chatId === chatId)
+      .map((m) => JSON.stringify(m.text.slice(0, 200)));
     throw new Error(`${(err as Error).message} in chat ${chatId}; the bot sent it ${got.length ? got.join(', ') : 'nothing'}`);
   }
   return performance.now() - t0;
@@ -113,22 +117,33 @@ export const SOURCE_MAIN = 'src/cli/main.ts';
  * (readyz 200 for a gateway). If it exits or never gets ready it is stopped here, and the
  * error carries the end of its log.
  */
-export async function startRole(role: 'all' | 'gateway' | 'worker', env: Record<string, string>, script = BUILT_MAIN): Promise<{ proc: Spawned; readyMs: number }> {
+export async function startRole(
+  role: 'all' | 'gateway' | 'worker',
+  env: Record<string, string>,
+  script = BUILT_MAIN,
+): Promise<{ proc: Spawned; readyMs: number }> {
   const t0 = performance.now();
   const proc = spawnNodeTracked(script, [role], env);
-  const died = () => proc.child.exitCode !== null && Promise.reject(new Error(`${script} ${role} exited ${proc.child.exitCode} before it was ready: ${proc.stderr().slice(-2000)}`));
+  const died = () =>
+    proc.child.exitCode !== null &&
+    Promise.reject(new Error(`${script} ${role} exited ${proc.child.exitCode} before it was ready: ${proc.stderr().slice(-2000)}`));
   try {
     if (role === 'worker') {
       await waitFor('worker ready', () => proc.stderr().includes('"worker ready"') || died(), 30_000, 5);
     } else {
-      await waitFor('readyz 200', async () => {
-        try {
-          if ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200) return true;
-        } catch {
-          /* not listening yet */
-        }
-        return died();
-      }, 30_000, 5);
+      await waitFor(
+        'readyz 200',
+        async () => {
+          try {
+            if ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200) return true;
+          } catch {
+            /* not listening yet */
+          }
+          return died();
+        },
+        30_000,
+        5,
+      );
     }
   } catch (err) {
     await stop(proc, 2_000);

@@ -36,11 +36,33 @@ const STARTUP_ONLY = process.argv.includes('--startup');
 const MAIN = QUICK ? SOURCE_MAIN : BUILT_MAIN;
 /** The sizes of each phase: full, or a handful in quick mode. */
 const SIZE = QUICK
-  ? { starts: 1, warmTurns: 5, memorySessions: 50, idleWaitMs: 500, startupRestarts: 0, redisTurns: 5,
+  ? {
+      starts: 1,
+      warmTurns: 5,
+      memorySessions: 50,
+      idleWaitMs: 500,
+      startupRestarts: 0,
+      redisTurns: 5,
       // Quick scale-out runs only the two-worker case: the overhead phase already runs one worker.
-      overhead: [{ sessions: 5, perSession: 4 }], scaleOut: { shape: { sessions: 10, perSession: 2 }, workers: [2] }, cluster: { sessions: 10, perSession: 2 } }
-  : { starts: 3, warmTurns: 50, memorySessions: 10_000, idleWaitMs: 2_000, startupRestarts: 5, redisTurns: 50,
-      overhead: [{ sessions: 1, perSession: 200 }, { sessions: 100, perSession: 10 }, { sessions: 1_000, perSession: 2 }], scaleOut: { shape: { sessions: 200, perSession: 5 }, workers: [1, 2, 4] }, cluster: { sessions: 100, perSession: 10 } };
+      overhead: [{ sessions: 5, perSession: 4 }],
+      scaleOut: { shape: { sessions: 10, perSession: 2 }, workers: [2] },
+      cluster: { sessions: 10, perSession: 2 },
+    }
+  : {
+      starts: 3,
+      warmTurns: 50,
+      memorySessions: 10_000,
+      idleWaitMs: 2_000,
+      startupRestarts: 5,
+      redisTurns: 50,
+      overhead: [
+        { sessions: 1, perSession: 200 },
+        { sessions: 100, perSession: 10 },
+        { sessions: 1_000, perSession: 2 },
+      ],
+      scaleOut: { shape: { sessions: 200, perSession: 5 }, workers: [1, 2, 4] },
+      cluster: { sessions: 100, perSession: 10 },
+    };
 const round = (v: number) => Math.round(v * 10) / 10;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 let prefixSeq = 0;
@@ -65,7 +87,10 @@ async function phase<T>(title: string, run: () => Promise<T>): Promise<T> {
 /** A fresh key prefix for a phase, whose keys are deleted on SIGINT too (its finally calls dropBenchPrefix). */
 const phasePrefix = (what: string) => {
   const prefix = freshPrefix(what);
-  abortCleanups.set(prefix, onAbort(() => dropBenchPrefix(prefix)));
+  abortCleanups.set(
+    prefix,
+    onAbort(() => dropBenchPrefix(prefix)),
+  );
   return prefix;
 };
 const abortCleanups = new Map<string, () => void>();
@@ -114,7 +139,11 @@ async function telegramTurns() {
     const tokens = requests.map(requestTokens);
     return {
       startup: { runsMs: starts.map(round), medianMs: round(percentile(starts, 50)), devModeMs: round(devModeMs ?? starts[0]!) },
-      turn: { coldMs: round(cold), warm: { n: warm.length, p50Ms: round(percentile(warm, 50)), p95Ms: round(percentile(warm, 95)) }, modelCallsPerTurn: requests.length },
+      turn: {
+        coldMs: round(cold),
+        warm: { n: warm.length, p50Ms: round(percentile(warm, 50)), p95Ms: round(percentile(warm, 95)) },
+        modelCallsPerTurn: requests.length,
+      },
       prompt: {
         firstRequest: tokens[0]!,
         allRequests: tokens.reduce((n, t) => n + t.total, 0),
@@ -157,18 +186,30 @@ async function memory() {
     // what has no answer after 60 s without progress is reported as unanswered, not waited for.
     let seen = 0;
     let movedAt = performance.now();
-    await waitFor(`${sessions} answers`, () => {
-      const answered = rig.tg.sent.length - before;
-      if (answered !== seen) [seen, movedAt] = [answered, performance.now()];
-      return answered >= sessions || performance.now() - movedAt > 60_000;
-    }, 3_600_000, 200);
+    await waitFor(
+      `${sessions} answers`,
+      () => {
+        const answered = rig.tg.sent.length - before;
+        if (answered !== seen) [seen, movedAt] = [answered, performance.now()];
+        return answered >= sessions || performance.now() - movedAt > 60_000;
+      },
+      3_600_000,
+      200,
+    );
     const answeredChats = new Set(rig.tg.sent.slice(before).map((m) => m.chatId));
     const unanswered: number[] = [];
     for (let chat = 1; chat <= sessions; chat++) if (!answeredChats.has(1_000_000 + chat)) unanswered.push(1_000_000 + chat);
     if (unanswered.length) log(`  ${unanswered.length} of ${sessions} DMs unanswered after 60 s without progress, chats ${unanswered.slice(0, 10).join(', ')}`);
     const seconds = ((unanswered.length ? movedAt : performance.now()) - t0) / 1000;
     const after = { gateway: await rss(gateway.pid), worker: await rss(worker.pid) };
-    return { idleMiB: { gateway: idle.gateway.now, worker: idle.worker.now }, afterSessions: sessions, peakMiB: { gateway: after.gateway.peak, worker: after.worker.peak }, turnsPerSecond: round((sessions - unanswered.length) / seconds), unanswered: unanswered.length, unansweredChats: unanswered.slice(0, 10) };
+    return {
+      idleMiB: { gateway: idle.gateway.now, worker: idle.worker.now },
+      afterSessions: sessions,
+      peakMiB: { gateway: after.gateway.peak, worker: after.worker.peak },
+      turnsPerSecond: round((sessions - unanswered.length) / seconds),
+      unanswered: unanswered.length,
+      unansweredChats: unanswered.slice(0, 10),
+    };
   } finally {
     try {
       await stopAll([gateway, worker]);
@@ -186,7 +227,15 @@ async function overhead(modelUrl: string) {
     const floor = await measureFloor(REDIS_URL, shape, 1, shape.sessions);
     const modelCall = await measureModelCall(modelUrl, shape);
     const pipeline = await measurePipeline(REDIS_URL, modelUrl, shape, 1, shape.sessions);
-    rows.push({ concurrency: shape.sessions, messages: shape.sessions * shape.perSession, floor, modelCall, pipeline, p50Ratio: ratio(pipeline.p50, floor.p50), throughputRatio: ratio(pipeline.perSecond, floor.perSecond) });
+    rows.push({
+      concurrency: shape.sessions,
+      messages: shape.sessions * shape.perSession,
+      floor,
+      modelCall,
+      pipeline,
+      p50Ratio: ratio(pipeline.p50, floor.p50),
+      throughputRatio: ratio(pipeline.perSecond, floor.perSecond),
+    });
     log(`  overhead at ${shape.sessions}: pipeline p50 ${pipeline.p50} ms vs floor ${floor.p50} ms`);
   }
   return rows;
@@ -223,7 +272,11 @@ function startupRows(s: StartupBuild | StartupQuick): [string, string, string][]
   if ('quick' in s) return [['npm run dev → "ready" (quick: no build measured)', `${s.npmRunDevMs} ms`, '']];
   return [
     ['npm start → "ready": first start after rm -rf dist', `${s.cleanMs} ms (full build)`, ''],
-    [`npm start → "ready": restart, nothing changed (median of ${s.restartRunsMs.length})`, `${s.restartMs} ms (×${s.cleanOverRestart} faster than clean)`, '≈ 1,000 ms'],
+    [
+      `npm start → "ready": restart, nothing changed (median of ${s.restartRunsMs.length})`,
+      `${s.restartMs} ms (×${s.cleanOverRestart} faster than clean)`,
+      '≈ 1,000 ms',
+    ],
     ['  restart with tsc on every start (the old prestart)', `${s.tscEveryStartMs} ms (×${s.tscEveryStartOverRestart} the restart)`, ''],
     ['  node dist/cli/main.js alone (no npm, no build step)', `${s.nodeAloneMs} ms`, ''],
   ];
@@ -248,11 +301,18 @@ async function main() {
   // Measure what `npm start` runs: the compiled build (quick mode runs the sources, no build).
   if (!QUICK) await build();
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
-  log(`bench on ${machine.cpus} cores, ${machine.memoryGiB} GiB, Node ${machine.node}${QUICK ? ' (quick: a handful of turns per phase, from the sources)' : ''}`);
+  log(
+    `bench on ${machine.cpus} cores, ${machine.memoryGiB} GiB, Node ${machine.node}${QUICK ? ' (quick: a handful of turns per phase, from the sources)' : ''}`,
+  );
   const tg = await phase('1-2, 6. Telegram two-hop turns, start-up, prompt cost…', telegramTurns);
   const mcpPrompt = await phase('6b. MCP tool schemas…', mcpPromptCost);
-  const startupWithBuild = await phase(QUICK ? '1b. npm run dev → ready (quick)…' : '1b. npm start: first start after a clean dist/ vs a restart with nothing changed…', () => startupBuild());
-  const redisPerTurn = await phase('2b. Redis commands and bytes per two-hop turn (private redis-server)…', () => measureRedisPerTurn(SIZE.redisTurns, MAIN).catch((err: unknown) => ({ error: String(err) })));
+  const startupWithBuild = await phase(
+    QUICK ? '1b. npm run dev → ready (quick)…' : '1b. npm start: first start after a clean dist/ vs a restart with nothing changed…',
+    () => startupBuild(),
+  );
+  const redisPerTurn = await phase('2b. Redis commands and bytes per two-hop turn (private redis-server)…', () =>
+    measureRedisPerTurn(SIZE.redisTurns, MAIN).catch((err: unknown) => ({ error: String(err) })),
+  );
   const mem = await phase('3. memory…', memory);
   const model = await startFakeOpenAI();
   let over, scale, cluster;
@@ -265,7 +325,19 @@ async function main() {
     await model.close();
   }
 
-  const results = { date: new Date().toISOString(), machine, quick: QUICK, ...tg, startupWithBuild, mcpPrompt, redisPerTurn, memory: mem, overhead: over, scaleOut: scale, cluster };
+  const results = {
+    date: new Date().toISOString(),
+    machine,
+    quick: QUICK,
+    ...tg,
+    startupWithBuild,
+    mcpPrompt,
+    redisPerTurn,
+    memory: mem,
+    overhead: over,
+    scaleOut: scale,
+    cluster,
+  };
   // A quick run's figures are not the benchmark's: bench/results.json keeps the last full run.
   if (!QUICK) await writeFile(fileURLToPath(new URL('./results.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
   printTable(results);
@@ -275,30 +347,68 @@ function printTable(r: Record<string, any>) {
   const rows: [string, string, string][] = [
     ['warm two-hop turn p50 / p95 (Telegram)', `${r.turn.warm.p50Ms} / ${r.turn.warm.p95Ms} ms`, '≤ 150 ms p50'],
     ['cold (first) turn', `${r.turn.coldMs} ms`, ''],
-    [`start-up to ready (median of ${r.startup.runsMs.length})`, r.quick ? `${r.startup.medianMs} ms (quick: from the sources with tsx)` : `${r.startup.medianMs} ms (dev mode with tsx: ${r.startup.devModeMs} ms)`, '≤ 3,000 ms'],
+    [
+      `start-up to ready (median of ${r.startup.runsMs.length})`,
+      r.quick ? `${r.startup.medianMs} ms (quick: from the sources with tsx)` : `${r.startup.medianMs} ms (dev mode with tsx: ${r.startup.devModeMs} ms)`,
+      '≤ 3,000 ms',
+    ],
     ...startupRows(r.startupWithBuild),
     ['idle RSS gateway / worker', `${r.memory.idleMiB.gateway} / ${r.memory.idleMiB.worker} MiB`, '≤ 150 MiB each'],
-    [`peak RSS after ${r.memory.afterSessions} sessions`, `${r.memory.peakMiB.gateway} / ${r.memory.peakMiB.worker} MiB; ${r.memory.turnsPerSecond} turns/s, unanswered ${r.memory.unanswered}`, ''],
-    ['first model request', `${r.prompt.firstRequest.total} tokens (system ${r.prompt.firstRequest.system}, tools ${r.prompt.firstRequest.tools})`, '≤ 1,500 tokens'],
+    [
+      `peak RSS after ${r.memory.afterSessions} sessions`,
+      `${r.memory.peakMiB.gateway} / ${r.memory.peakMiB.worker} MiB; ${r.memory.turnsPerSecond} turns/s, unanswered ${r.memory.unanswered}`,
+      '',
+    ],
+    [
+      'first model request',
+      `${r.prompt.firstRequest.total} tokens (system ${r.prompt.firstRequest.system}, tools ${r.prompt.firstRequest.tools})`,
+      '≤ 1,500 tokens',
+    ],
     ['all three requests', `${r.prompt.allRequests} tokens, ${r.prompt.bytesSent} bytes`, ''],
-    [`tool schemas: built-in / + 2 MCP servers (${r.mcpPrompt.mcpTools} tools)`, `${r.mcpPrompt.builtIn} / ${r.mcpPrompt.withMcp} tokens (first request ≈ ${r.prompt.firstRequest.total - r.prompt.firstRequest.tools + r.mcpPrompt.withMcp})`, ''],
+    [
+      `tool schemas: built-in / + 2 MCP servers (${r.mcpPrompt.mcpTools} tools)`,
+      `${r.mcpPrompt.builtIn} / ${r.mcpPrompt.withMcp} tokens (first request ≈ ${r.prompt.firstRequest.total - r.prompt.firstRequest.tools + r.mcpPrompt.withMcp})`,
+      '',
+    ],
     ...redisRows(r.redisPerTurn),
   ];
   for (const o of r.overhead) {
-    rows.push([`pipeline vs floor at ${o.concurrency} sessions: p50`, `${o.pipeline.p50} vs ${o.floor.p50} ms (×${o.p50Ratio}); p99 ${o.pipeline.p99} vs ${o.floor.p99}`, '≤ ×2']);
-    rows.push([`  throughput at ${o.concurrency}`, `${o.pipeline.perSecond} vs ${o.floor.perSecond} msg/s (×${o.throughputRatio}); lost ${o.pipeline.lost}`, '≥ ×0.5']);
+    rows.push([
+      `pipeline vs floor at ${o.concurrency} sessions: p50`,
+      `${o.pipeline.p50} vs ${o.floor.p50} ms (×${o.p50Ratio}); p99 ${o.pipeline.p99} vs ${o.floor.p99}`,
+      '≤ ×2',
+    ]);
+    rows.push([
+      `  throughput at ${o.concurrency}`,
+      `${o.pipeline.perSecond} vs ${o.floor.perSecond} msg/s (×${o.throughputRatio}); lost ${o.pipeline.lost}`,
+      '≥ ×0.5',
+    ]);
     rows.push([`  the model call alone at ${o.concurrency}`, `p50 ${o.modelCall.p50} ms, ${o.modelCall.perSecond} calls/s`, '']);
   }
-  for (const s of r.scaleOut) rows.push([`scale-out: ${s.workers} worker process(es)`, `${s.perSecond} msg/s${s.vsOneWorker === null ? '' : ` (×${s.vsOneWorker})`}, lost ${s.lost}`, '']);
+  for (const s of r.scaleOut)
+    rows.push([
+      `scale-out: ${s.workers} worker process(es)`,
+      `${s.perSecond} msg/s${s.vsOneWorker === null ? '' : ` (×${s.vsOneWorker})`}, lost ${s.lost}`,
+      '',
+    ]);
   if ('error' in r.cluster) rows.push(['Redis Cluster (3 nodes)', `not measured: ${r.cluster.error}`, '']);
-  else rows.push(['Redis Cluster (3 nodes)', `${r.cluster.perSecond} msg/s, p50 ${r.cluster.p50} ms, lost ${r.cluster.lost}, keys in slot ${r.cluster.slot} only: ${r.cluster.oneSlot}`, '']);
+  else
+    rows.push([
+      'Redis Cluster (3 nodes)',
+      `${r.cluster.perSecond} msg/s, p50 ${r.cluster.p50} ms, lost ${r.cluster.lost}, keys in slot ${r.cluster.slot} only: ${r.cluster.oneSlot}`,
+      '',
+    ]);
   printRows(rows);
 }
 
 function redisRows(x: Awaited<ReturnType<typeof measureRedisPerTurn>> | { error: string }): [string, string, string][] {
   if ('error' in x) return [['Redis commands per two-hop turn', `not measured: ${x.error}`, '']];
   return [
-    [`Redis commands per two-hop turn (model → tool → model → reply; ${x.turns} turns, idle subtracted)`, `${x.commandsPerTurn} commands (${x.scriptCallsPerTurn} of them script calls, whose inner commands are counted too)`, ''],
+    [
+      `Redis commands per two-hop turn (model → tool → model → reply; ${x.turns} turns, idle subtracted)`,
+      `${x.commandsPerTurn} commands (${x.scriptCallsPerTurn} of them script calls, whose inner commands are counted too)`,
+      '',
+    ],
     ['Redis bytes per two-hop turn, in / out', `${x.bytesPerTurn} bytes (${x.bytesInPerTurn} in / ${x.bytesOutPerTurn} out)`, ''],
     ...x.top.map((t, i): [string, string, string] => [`  ${i + 1}. ${t.command}`, `${t.perTurn} per turn`, '']),
     ['  idle traffic of the same processes (subtracted)', `${x.idleCommandsPerSecond} commands/s over ${x.intervalMs} ms`, ''],

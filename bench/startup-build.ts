@@ -86,7 +86,8 @@ export async function measureStartupBuild(env: Record<string, string>, restarts:
     const runs: number[] = [];
     for (let i = 0; i < restarts; i++) runs.push(await timeToReady(dir, ['npm', 'start'], env));
     const tscEveryStart: number[] = [];
-    for (let i = 0; i < Math.min(restarts, 2); i++) tscEveryStart.push(await timeToReady(dir, ['sh', '-c', 'npm run -s build && exec node dist/cli/main.js all'], env));
+    for (let i = 0; i < Math.min(restarts, 2); i++)
+      tscEveryStart.push(await timeToReady(dir, ['sh', '-c', 'npm run -s build && exec node dist/cli/main.js all'], env));
     const direct: number[] = [];
     for (let i = 0; i < Math.min(restarts, 3); i++) direct.push(await timeToReady(dir, [process.execPath, 'dist/cli/main.js', 'all'], env));
     const restartMs = percentile(runs, 50);

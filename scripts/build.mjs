@@ -31,7 +31,11 @@ function walk(dir) {
   if (!existsSync(join(root, dir))) return out;
   for (const entry of readdirSync(join(root, dir), { withFileTypes: true, recursive: true })) {
     if (!entry.isFile()) continue;
-    out.push(relative(root, join(entry.parentPath ?? entry.path, entry.name)).split(sep).join('/'));
+    out.push(
+      relative(root, join(entry.parentPath ?? entry.path, entry.name))
+        .split(sep)
+        .join('/'),
+    );
   }
   return out.sort();
 }

@@ -18,11 +18,7 @@ export function specifiers(source: string): string[] {
   // Comments could mention `from '…'`; drop them first (naively, but no string in src holds "//" before an import).
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const found: string[] = [];
-  const patterns = [
-    /^\s*(?:import|export)\b[^;'"`]*?\bfrom\s*['"]([^'"]+)['"]/gm,
-    /^\s*import\s*['"]([^'"]+)['"]/gm,
-    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
-  ];
+  const patterns = [/^\s*(?:import|export)\b[^;'"`]*?\bfrom\s*['"]([^'"]+)['"]/gm, /^\s*import\s*['"]([^'"]+)['"]/gm, /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g];
   for (const re of patterns) for (const m of code.matchAll(re)) found.push(m[1]!);
   return found;
 }
@@ -63,7 +59,31 @@ const IMPORTS = new Map(FILES.map((f) => [f, specifiers(readFileSync(f, 'utf8'))
 
 const FS_MODULES = new Set(['fs', 'node:fs', 'fs/promises', 'node:fs/promises']);
 /** fs functions that change the file system (their Sync variants too); `open` counts unless every call opens read-only ('r'). */
-const FS_WRITES = new Set(['writeFile', 'appendFile', 'mkdir', 'mkdtemp', 'rename', 'link', 'symlink', 'unlink', 'rm', 'rmdir', 'copyFile', 'cp', 'truncate', 'chmod', 'lchmod', 'chown', 'lchown', 'utimes', 'lutimes', 'createWriteStream', 'write', 'writev', 'open']);
+const FS_WRITES = new Set([
+  'writeFile',
+  'appendFile',
+  'mkdir',
+  'mkdtemp',
+  'rename',
+  'link',
+  'symlink',
+  'unlink',
+  'rm',
+  'rmdir',
+  'copyFile',
+  'cp',
+  'truncate',
+  'chmod',
+  'lchmod',
+  'chown',
+  'lchown',
+  'utimes',
+  'lutimes',
+  'createWriteStream',
+  'write',
+  'writev',
+  'open',
+]);
 
 /** The write-capable fs functions a source file uses, by named import, namespace import or require. */
 export function fsWrites(source: string): string[] {
@@ -80,7 +100,10 @@ export function fsWrites(source: string): string[] {
     const clause = m[1]!;
     const named = /\{([^}]*)\}/.exec(clause)?.[1] ?? '';
     for (const part of named.split(',')) {
-      const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!;
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)[0]!;
       if (name && !part.trim().startsWith('type ')) note(name);
     }
     const namespace = /(?:\*\s*as\s+(\w+))|^(\w+)/.exec(clause.replace(/\{[^}]*\}/, '').trim());
@@ -116,7 +139,31 @@ const FS_WRITERS: Record<string, { may: readonly string[]; why: string }> = {
  * key family of ours (`${p}:s:…`, `${x}:pairing:…`); a prefix concatenated with ':…'; a literal
  * hash-tagged key ('{switchboard}:…'). Ids joined with ':' (`${platform}:${id}`) are not keys.
  */
-const KEY_FAMILIES = ['s', 'seen', 'answered', 'pending', 'unreadable', 'cancel', 'approval', 'run', 'workers', 'mcp', 'pairing', 'tokens', 'rate', 'rated', 'access', 'schedule', 'schedules', 'term', 'slack', 'discord', 'telegram', 'de', 'lock'];
+const KEY_FAMILIES = [
+  's',
+  'seen',
+  'answered',
+  'pending',
+  'unreadable',
+  'cancel',
+  'approval',
+  'run',
+  'workers',
+  'mcp',
+  'pairing',
+  'tokens',
+  'rate',
+  'rated',
+  'access',
+  'schedule',
+  'schedules',
+  'term',
+  'slack',
+  'discord',
+  'telegram',
+  'de',
+  'lock',
+];
 export function redisKeyStrings(source: string): string[] {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const patterns = [
@@ -199,7 +246,16 @@ export function orderViolations(imports: ReadonlyMap<string, readonly string[]>)
 }
 
 const IMPORT_GRAPH = new Map(
-  [...IMPORTS].map(([file, specs]) => [rel(file), specs.map((s) => resolveRelative(file, s)).filter((t): t is string => t !== undefined).map(rel)] as const),
+  [...IMPORTS].map(
+    ([file, specs]) =>
+      [
+        rel(file),
+        specs
+          .map((s) => resolveRelative(file, s))
+          .filter((t): t is string => t !== undefined)
+          .map(rel),
+      ] as const,
+  ),
 );
 
 const LOWER_LAYERS = ['agent', 'tools'];
@@ -214,7 +270,7 @@ describe('the import parser and the cycle finder themselves', () => {
       '  c,',
       '  d,',
       "} from 'bullmq';",
-      "import * as e from \"node:fs\";",
+      'import * as e from "node:fs";',
       "import './side-effect.js';",
       "export { f } from './f.js';",
       "export * from '@slack/bolt';",
@@ -222,9 +278,11 @@ describe('the import parser and the cycle finder themselves', () => {
       "const h = await import('grammy');",
       "// import { x } from 'commented-out';",
       "/* import { y } from 'block-comment'; */",
-      "const s = 'not an import from \"somewhere\"';",
+      'const s = \'not an import from "somewhere"\';',
     ].join('\n');
-    expect(specifiers(sample).sort()).toEqual(['../b/b.js', './a.js', './f.js', './side-effect.js', '@slack/bolt', 'bullmq', 'discord.js/typings', 'grammy', 'node:fs'].sort());
+    expect(specifiers(sample).sort()).toEqual(
+      ['../b/b.js', './a.js', './f.js', './side-effect.js', '@slack/bolt', 'bullmq', 'discord.js/typings', 'grammy', 'node:fs'].sort(),
+    );
   });
 
   it('finds every way a file can write with fs', () => {
@@ -256,13 +314,41 @@ describe('the import parser and the cycle finder themselves', () => {
       ['channels/types.ts', ['channels/slack/gateway.ts']],
       ['newfolder/x.ts', []],
     ]);
-    expect(orderViolations(graph)).toEqual(['session/store.ts → run/processor.ts', 'channels/types.ts → channels/slack/gateway.ts', 'newfolder/x.ts is in no folder of FOLDER_ORDER']);
+    expect(orderViolations(graph)).toEqual([
+      'session/store.ts → run/processor.ts',
+      'channels/types.ts → channels/slack/gateway.ts',
+      'newfolder/x.ts is in no folder of FOLDER_ORDER',
+    ]);
   });
 
   it('finds a cycle and only real cycles', () => {
-    expect(findCycles(new Map([['a', ['b']], ['b', ['c']], ['c', []]]))).toEqual([]);
-    expect(findCycles(new Map([['a', ['b', 'c']], ['b', ['c']], ['c', []]]))).toEqual([]);
-    expect(findCycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]]))).toEqual([['a', 'b', 'c', 'a']]);
+    expect(
+      findCycles(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      findCycles(
+        new Map([
+          ['a', ['b', 'c']],
+          ['b', ['c']],
+          ['c', []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      findCycles(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+        ]),
+      ),
+    ).toEqual([['a', 'b', 'c', 'a']]);
     expect(findCycles(new Map([['a', ['a']]]))).toEqual([['a', 'a']]);
   });
 
@@ -339,7 +425,13 @@ describe('architecture', () => {
   });
 
   it('each folder says its job and what it may import, and the tree stays small', () => {
-    const folders = [...new Set(FILES.map(rel).filter((f) => f.includes('/')).map((f) => f.split('/')[0]!))];
+    const folders = [
+      ...new Set(
+        FILES.map(rel)
+          .filter((f) => f.includes('/'))
+          .map((f) => f.split('/')[0]!),
+      ),
+    ];
     expect(folders.filter((f) => !existsSync(join(SRC, f, 'README.md')))).toEqual([]);
     expect(folders.filter((f) => !FOLDER_ORDER.some(([name]) => name === f))).toEqual([]);
     expect(readdirSync(join(SRC, 'queue')).filter((f) => f.endsWith('.ts')).length).toBeLessThanOrEqual(12);
@@ -348,12 +440,15 @@ describe('architecture', () => {
     // Each platform's adapter has the same parts, and its outbound half stays a table of contents.
     for (const platform of ['slack', 'telegram', 'discord']) {
       const parts = ['gateway', 'inbound', 'outbound', 'stream', 'upload', 'approval-card', 'errors'];
-      expect(parts.filter((p) => !existsSync(join(SRC, 'channels', platform, `${p}.ts`))), platform).toEqual([]);
+      expect(
+        parts.filter((p) => !existsSync(join(SRC, 'channels', platform, `${p}.ts`))),
+        platform,
+      ).toEqual([]);
       expect(readFileSync(join(SRC, 'channels', platform, 'outbound.ts'), 'utf8').split('\n').length, platform).toBeLessThanOrEqual(250);
     }
   });
 
-  it('every Discord message write waits for its channel\'s turn: only the writer calls the REST client', () => {
+  it("every Discord message write waits for its channel's turn: only the writer calls the REST client", () => {
     // rest.ts is the client; slash.ts registers the commands at start (no message, no channel).
     const allowed = new Set(['channels/discord/writer.ts', 'channels/discord/rest.ts', 'channels/discord/slash.ts']);
     const callers = FILES.filter((f) => rel(f).startsWith('channels/discord/') && /\.request\s*(<[^>]*>)?\s*\(/.test(readFileSync(f, 'utf8'))).map(rel);
@@ -372,7 +467,9 @@ describe('architecture', () => {
     }
     expect(violations).toEqual([]);
     // The rule sees the writer it allows (it is not silently finding nothing).
-    expect(fsWrites(readFileSync(join(SRC, 'tools/workspace-files.ts'), 'utf8'))).toEqual(expect.arrayContaining(['link', 'mkdir', 'open', 'rename', 'unlink']));
+    expect(fsWrites(readFileSync(join(SRC, 'tools/workspace-files.ts'), 'utf8'))).toEqual(
+      expect.arrayContaining(['link', 'mkdir', 'open', 'rename', 'unlink']),
+    );
   });
 
   it('access has one gate: only access/gate.ts reads the policy, and channel adapters reach the intake and the approval desk through their ports only', () => {
@@ -389,9 +486,11 @@ describe('architecture', () => {
         const typeOnly = new RegExp(`import\\s+type\\s[^;]*?from\\s*['"]${spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}['"]`).test(source);
         // The Redis key module and the script registry are choke points every Redis user goes through, not ports: adapters use them too.
         const redisChokePoint = to === KEY_MODULE || to === SCRIPT_REGISTRY;
-        if (adapter && /^(queue|access|approvals|session|intake)\//.test(to) && !typeOnly && !redisChokePoint) violations.push(`${rel(file)} imports ${spec}: adapters see the intake and approvals only through their ports`);
+        if (adapter && /^(queue|access|approvals|session|intake)\//.test(to) && !typeOnly && !redisChokePoint)
+          violations.push(`${rel(file)} imports ${spec}: adapters see the intake and approvals only through their ports`);
       }
-      if (/\bnew ApprovalDesk\(/.test(source) && !['roles/gateway.ts', 'roles/worker.ts', 'cli/chat.ts'].includes(rel(file))) violations.push(`${rel(file)} makes its own ApprovalDesk`);
+      if (/\bnew ApprovalDesk\(/.test(source) && !['roles/gateway.ts', 'roles/worker.ts', 'cli/chat.ts'].includes(rel(file)))
+        violations.push(`${rel(file)} makes its own ApprovalDesk`);
     }
     expect(violations).toEqual([]);
     // The gateway hands its channels the gated port, never the desk itself.
@@ -402,16 +501,28 @@ describe('architecture', () => {
     const violations: string[] = [];
     for (const file of FILES) {
       const source = readFileSync(file, 'utf8');
-      if (rel(file) !== KEY_MODULE) for (const key of redisKeyStrings(source)) violations.push(`${rel(file)} builds a Redis key (${key}): add it to ${KEY_MODULE}`);
-      if (rel(file) !== SCRIPT_REGISTRY) for (const way of scriptBypasses(source)) violations.push(`${rel(file)} uses ${way}: declare the script with defineScript and run it with runScript`);
+      if (rel(file) !== KEY_MODULE)
+        for (const key of redisKeyStrings(source)) violations.push(`${rel(file)} builds a Redis key (${key}): add it to ${KEY_MODULE}`);
+      if (rel(file) !== SCRIPT_REGISTRY)
+        for (const way of scriptBypasses(source)) violations.push(`${rel(file)} uses ${way}: declare the script with defineScript and run it with runScript`);
     }
     expect(violations).toEqual([]);
     // The rules see what they allow (they are not silently finding nothing).
     const keyModule = readFileSync(join(SRC, KEY_MODULE), 'utf8');
     expect(redisKeyStrings(keyModule).length).toBeGreaterThan(20);
     expect(scriptBypasses(readFileSync(join(SRC, SCRIPT_REGISTRY), 'utf8'))).toContain('defineCommand');
-    const declaring = FILES.filter((f) => /\bdefineScript\(\{/.test(readFileSync(f, 'utf8'))).map(rel).sort();
-    expect(declaring).toEqual(['access/pairing-store.ts', 'access/token-budget.ts', 'approvals/desk.ts', 'channels/telegram/lease.ts', 'queue/producer.ts', 'schedules/schedule-store.ts', 'session/scripts.ts']);
+    const declaring = FILES.filter((f) => /\bdefineScript\(\{/.test(readFileSync(f, 'utf8')))
+      .map(rel)
+      .sort();
+    expect(declaring).toEqual([
+      'access/pairing-store.ts',
+      'access/token-budget.ts',
+      'approvals/desk.ts',
+      'channels/telegram/lease.ts',
+      'queue/producer.ts',
+      'schedules/schedule-store.ts',
+      'session/scripts.ts',
+    ]);
   });
 
   it('has no circular imports in src', () => {

@@ -49,7 +49,10 @@ export class AccessGate {
     if (LOCAL_PLATFORMS.has(message.platform)) return { pass: true };
     const verdict = await this.decide(message, command);
     if (!verdict.pass) {
-      this.log.info({ platform: message.platform, userId: message.sender.id, conversation: message.conversation, eventId: message.eventId, reason: verdict.reason }, 'message refused');
+      this.log.info(
+        { platform: message.platform, userId: message.sender.id, conversation: message.conversation, eventId: message.eventId, reason: verdict.reason },
+        'message refused',
+      );
       this.metrics?.refusals.inc({ platform: message.platform, reason: verdict.reason });
     }
     return verdict;
@@ -74,7 +77,11 @@ export class AccessGate {
   async checkClick(clicker: ApprovalClicker): Promise<boolean> {
     if (LOCAL_PLATFORMS.has(clicker.platform)) return true;
     if (this.options.approvers?.includes(`${clicker.platform}:${clicker.userId}`)) return true;
-    const allowed = await this.stillAllows({ platform: clicker.platform, sender: { id: clicker.userId, ...(clicker.foreign && { foreign: true }) }, where: { kind: 'group', ids: [clicker.chat] } });
+    const allowed = await this.stillAllows({
+      platform: clicker.platform,
+      sender: { id: clicker.userId, ...(clicker.foreign && { foreign: true }) },
+      where: { kind: 'group', ids: [clicker.chat] },
+    });
     if (!allowed) {
       this.log.info({ platform: clicker.platform, userId: clicker.userId, chat: clicker.chat, reason: 'click_not_allowed' }, 'button click refused');
       this.metrics?.refusals.inc({ platform: clicker.platform, reason: 'not_allowed' });
@@ -86,7 +93,11 @@ export class AccessGate {
     if (this.rate && command !== 'stop') {
       const rate = await this.rate.consume(message.platform, message.sender.id, message.eventId);
       if (!rate.ok) {
-        return { pass: false, reason: 'rate_limited', ...(rate.first && { reply: `You are sending messages faster than I can take them. Please wait ${rate.retryAfterS} s, then send that again.` }) };
+        return {
+          pass: false,
+          reason: 'rate_limited',
+          ...(rate.first && { reply: `You are sending messages faster than I can take them. Please wait ${rate.retryAfterS} s, then send that again.` }),
+        };
       }
     }
     const policy = policyVerdict(message, this.access);
@@ -96,7 +107,11 @@ export class AccessGate {
         return { pass: false, reason: 'dm_disabled' };
       case 'not_allowed':
         if (message.where?.kind === 'group') return this.groupRefusal(message, 'not_allowed');
-        return { pass: false, reason: 'not_allowed', reply: `Sorry, this assistant is private. Your ${platformName(message.platform)} user id is ${message.sender.id}: ask its operator for access.` };
+        return {
+          pass: false,
+          reason: 'not_allowed',
+          reply: `Sorry, this assistant is private. Your ${platformName(message.platform)} user id is ${message.sender.id}: ask its operator for access.`,
+        };
       case 'channel_not_allowed':
         return { pass: false, reason: 'channel_not_allowed', reply: 'Sorry, I am not enabled in this conversation.' };
       case 'pairing': {
@@ -122,7 +137,7 @@ export class AccessGate {
 function groupNotice(reason: 'pairing' | 'not_allowed'): string {
   return reason === 'pairing'
     ? 'Sorry, I only answer people who have access. Send me a direct message to ask for it.'
-    : 'Sorry, I only answer people who have access here: ask this assistant\'s operator.';
+    : "Sorry, I only answer people who have access here: ask this assistant's operator.";
 }
 
 /** "24 h", "3 h", "40 min": rounded up, so the person never asks too early. */
@@ -133,7 +148,8 @@ function waitFor(ms: number): string {
 function pairingReply(result: Exclude<RequestResult, { kind: 'approved' }>): string {
   if (result.kind === 'full') return 'Sorry, this assistant is private, and it cannot take new access requests right now. Please try again later.';
   // The same words for an expired and a denied request: a denial is never announced.
-  if (result.kind === 'cooldown') return `Sorry, this assistant is private, and your last access request has closed. You can ask again in ${waitFor(result.retryAt - Date.now())}.`;
+  if (result.kind === 'cooldown')
+    return `Sorry, this assistant is private, and your last access request has closed. You can ask again in ${waitFor(result.retryAt - Date.now())}.`;
   const minutes = Math.max(1, Math.round((result.request.expiresAt - Date.now()) / 60_000));
   return [
     'Hi! This assistant is private. To ask for access, send its operator this code:',

@@ -5,9 +5,7 @@ import type { PairingStore, PairingRequest, ApprovedUser } from './pairing-store
 /** Posts a line into a conversation (the platform's outbound half); how a paired person is told. */
 export type Notify = (to: InboundMessage, text: string) => Promise<void>;
 
-export type PairingDecision =
-  | { kind: 'approved' | 'denied'; request: PairingRequest; told: boolean }
-  | { kind: 'unknown_code' };
+export type PairingDecision = { kind: 'approved' | 'denied'; request: PairingRequest; told: boolean } | { kind: 'unknown_code' };
 
 export const APPROVED_TEXT = 'You are in: the operator approved your access. Send your request again and I will work on it.';
 

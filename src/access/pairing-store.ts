@@ -14,7 +14,12 @@ export const MAX_PENDING_PER_PLATFORM = 3;
 export const PAIRING_COOLDOWN_MS = 24 * 3_600_000;
 
 /** Where to tell the person once decided: the DM they wrote from, without the message or any token. */
-export type ReplyTarget = Pick<InboundMessage, 'v' | 'id' | 'platform' | 'conversation' | 'thread' | 'sender' | 'where'> & { text: ''; attachments: []; eventId: string; receivedAt: number };
+export type ReplyTarget = Pick<InboundMessage, 'v' | 'id' | 'platform' | 'conversation' | 'thread' | 'sender' | 'where'> & {
+  text: '';
+  attachments: [];
+  eventId: string;
+  receivedAt: number;
+};
 
 export interface PairingRequest {
   code: string;
@@ -36,7 +41,11 @@ export interface ApprovedUser {
 }
 
 /** `cooldown`: this person's last code expired unused or was denied; `retryAt` is when they may ask again. */
-export type RequestResult = { kind: 'issued' | 'pending'; request: PairingRequest } | { kind: 'approved' } | { kind: 'full' } | { kind: 'cooldown'; retryAt: number };
+export type RequestResult =
+  | { kind: 'issued' | 'pending'; request: PairingRequest }
+  | { kind: 'approved' }
+  | { kind: 'full' }
+  | { kind: 'cooldown'; retryAt: number };
 
 // `codes`: code → request JSON; `approved`: userId → JSON; `cooldown`: userId → ms since when (the
 // expiry of their unused code, or their denial). `collision`: the new code is taken (pick another).
@@ -114,7 +123,8 @@ else
 end
 return raw
 `,
-  decode: (reply, unexpected): PairingRequest | undefined => (reply === null ? undefined : typeof reply === 'string' ? (JSON.parse(reply) as PairingRequest) : unexpected()),
+  decode: (reply, unexpected): PairingRequest | undefined =>
+    reply === null ? undefined : typeof reply === 'string' ? (JSON.parse(reply) as PairingRequest) : unexpected(),
 });
 
 /**

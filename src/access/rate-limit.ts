@@ -2,7 +2,9 @@ import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RedisKeys } from '../queue/keys.js';
 
-export type RateVerdict = { ok: true } | { ok: false; retryAfterS: number; /** The first refusal of this window: the one the person is told about. */ first: boolean };
+export type RateVerdict =
+  | { ok: true }
+  | { ok: false; retryAfterS: number /** The first refusal of this window: the one the person is told about. */; first: boolean };
 
 /** USER_RATE_LIMIT: messages per minute per person, counted in Redis so every gateway shares one count. */
 export class UserRateLimit {

@@ -10,8 +10,7 @@ import { RunSuspended } from './suspend.js';
 export const REPEAT_NUDGE =
   'You sent exactly the same reply and tool calls as your previous message; their results are above. ' +
   'Do not repeat it: change your approach, or give your final answer now.';
-export const EMPTY_NUDGE =
-  'Your last reply was empty. Reply to the user now with your final answer, based on what you found.';
+export const EMPTY_NUDGE = 'Your last reply was empty. Reply to the user now with your final answer, based on what you found.';
 
 /**
  * Runs one turn to a terminal state. Every failure is an outcome; the only throw is a
@@ -102,7 +101,12 @@ async function modelStep(state: RunState, tools: Parameters<typeof callModel>[1]
   const before = state.modelCalls;
   const response = await callModel(state, tools, reservation);
   if (response.stopReason !== 'error' && response.stopReason !== 'aborted') {
-    journal?.record({ t: 'model', step: state.steps, calls: state.modelCalls - before, response: { message: response.message, stopReason: response.stopReason, usage: response.usage } });
+    journal?.record({
+      t: 'model',
+      step: state.steps,
+      calls: state.modelCalls - before,
+      response: { message: response.message, stopReason: response.stopReason, usage: response.usage },
+    });
   }
   return response;
 }

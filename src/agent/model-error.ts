@@ -113,5 +113,8 @@ export function refuseDuplicateCallIds(response: ModelResponse): ModelResponse {
   const ids = (response.message.tool_calls ?? []).map((c) => c.id);
   const repeated = ids.find((id, i) => ids.indexOf(id) !== i);
   if (repeated === undefined) return response;
-  return { ...errorResponse({ message: `malformed model response: tool call id "${repeated.slice(0, 80)}" appears more than once`, retryable: true }), usage: response.usage };
+  return {
+    ...errorResponse({ message: `malformed model response: tool call id "${repeated.slice(0, 80)}" appears more than once`, retryable: true }),
+    usage: response.usage,
+  };
 }

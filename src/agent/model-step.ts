@@ -17,11 +17,7 @@ const BASE_DELAY_MS = 500;
  * the reservation on to its retry; after one that was charged, the retry reserves anew, and when
  * that is refused the step ends with the failed attempt's error.
  */
-export async function callModel(
-  state: RunState,
-  tools: OpenAI.Chat.Completions.ChatCompletionTool[],
-  reservation?: TokenReservation,
-): Promise<ModelResponse> {
+export async function callModel(state: RunState, tools: OpenAI.Chat.Completions.ChatCompletionTool[], reservation?: TokenReservation): Promise<ModelResponse> {
   const { model, signal, limits, budget } = state.input;
   const prompt = budget ? estimateTokens(state.messages, tools) : 0;
   let held = reservation;

@@ -65,11 +65,13 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
     return finish(choice.message.content, calls, choice.finish_reason, completion.usage);
   }
 
-  async function completeStreaming(body: Params, signal: AbortSignal, deadline: Deadline, onText: ((text: string) => void) | undefined): Promise<ModelResponse> {
-    const stream = await client.chat.completions.create(
-      { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal },
-    );
+  async function completeStreaming(
+    body: Params,
+    signal: AbortSignal,
+    deadline: Deadline,
+    onText: ((text: string) => void) | undefined,
+  ): Promise<ModelResponse> {
+    const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal });
     const acc = new StreamAccumulator();
     for await (const chunk of stream) {
       deadline.reset();

@@ -57,12 +57,19 @@ export function interruptedResult(name: string): { ok: false; content: string; s
 }
 
 /** What the model reads for a call a person denied, or nobody approved in time. */
-export function refusedResult(name: string, approval: { decision: Exclude<ApprovalDecision, 'approved'>; by?: string }): { ok: false; content: string; summary: string } {
+export function refusedResult(
+  name: string,
+  approval: { decision: Exclude<ApprovalDecision, 'approved'>; by?: string },
+): { ok: false; content: string; summary: string } {
   const why = approval.decision === 'denied' ? `denied by ${approval.by ?? 'the approver'}` : 'not approved in time (the approval expired)';
   return { ok: false, content: `Error: not run: ${name} was ${why}. Do not retry it; answer without it or ask the user.`, summary: `${name} → ${why}` };
 }
 
 /** A call that needs approval in a run nobody can approve (a scheduled turn): refused at once. */
 export function unattendedResult(name: string, why: string): { ok: false; content: string; summary: string } {
-  return { ok: false, content: `Error: not run: ${name} needs a person's approval, and ${why}. Do not retry it; answer without it and say what was not done.`, summary: `${name} → refused: nobody can approve in this run` };
+  return {
+    ok: false,
+    content: `Error: not run: ${name} needs a person's approval, and ${why}. Do not retry it; answer without it and say what was not done.`,
+    summary: `${name} → refused: nobody can approve in this run`,
+  };
 }

@@ -45,9 +45,7 @@ export function isRepeat(previous: AssistantMessage | undefined, next: Assistant
 }
 
 function callsKey(m: AssistantMessage): string {
-  return JSON.stringify(
-    (m.tool_calls ?? []).map((c) => (c.type === 'function' ? [c.function.name, c.function.arguments] : [c.type, c.id])),
-  );
+  return JSON.stringify((m.tool_calls ?? []).map((c) => (c.type === 'function' ? [c.function.name, c.function.arguments] : [c.type, c.id])));
 }
 
 export function textOf(m: ChatMessage): string {

@@ -1,12 +1,4 @@
-import type {
-  AgentEvent,
-  AgentRunInput,
-  ChatMessage,
-  FailureReason,
-  RunOutcome,
-  TerminalState,
-  TokenUsage,
-} from './types.js';
+import type { AgentEvent, AgentRunInput, ChatMessage, FailureReason, RunOutcome, TerminalState, TokenUsage } from './types.js';
 import { Replay } from './replay.js';
 
 /** The loop's mutable state for one run; only the phases in this folder touch it. */
@@ -72,11 +64,7 @@ export function emit(state: RunState, event: AgentEvent): void {
   }
 }
 
-export function outcomeOf(
-  state: RunState,
-  terminal: TerminalState,
-  extra: { reason?: FailureReason; detail?: string; answer?: string } = {},
-): RunOutcome {
+export function outcomeOf(state: RunState, terminal: TerminalState, extra: { reason?: FailureReason; detail?: string; answer?: string } = {}): RunOutcome {
   return {
     state: terminal,
     ...extra,

@@ -61,8 +61,20 @@ const INSTRUCTIONS = [
 export type SummaryResult = { ok: true; text: string; usage: TokenUsage } | { ok: false; error: string; usage: TokenUsage };
 
 /** Asks the model for the summary of `previous` plus `turns`. Never throws. */
-export async function summariseTurns(model: ModelClient, previous: string | undefined, turns: readonly ChatMessage[][], signal: AbortSignal): Promise<SummaryResult> {
-  const rendered = turns.map((t) => t.map(renderMessage).filter((l) => l !== '').join('\n')).join('\n\n');
+export async function summariseTurns(
+  model: ModelClient,
+  previous: string | undefined,
+  turns: readonly ChatMessage[][],
+  signal: AbortSignal,
+): Promise<SummaryResult> {
+  const rendered = turns
+    .map((t) =>
+      t
+        .map(renderMessage)
+        .filter((l) => l !== '')
+        .join('\n'),
+    )
+    .join('\n\n');
   const response = await model.complete({
     messages: [
       { role: 'system', content: INSTRUCTIONS },
@@ -82,7 +94,13 @@ export async function summariseTurns(model: ModelClient, previous: string | unde
  * data. It was written from the person's words and tool results, so it never goes in the system message.
  */
 export function summaryMessage(summary: HistorySummary): ChatMessage {
-  return { role: 'user', content: asData('a summary of earlier turns', `Earlier in this conversation: your summary of the ${summary.covers} earliest turns, which are no longer shown:\n${summary.text}`) };
+  return {
+    role: 'user',
+    content: asData(
+      'a summary of earlier turns',
+      `Earlier in this conversation: your summary of the ${summary.covers} earliest turns, which are no longer shown:\n${summary.text}`,
+    ),
+  };
 }
 
 export function summaryTokens(summary: HistorySummary | undefined): number {
@@ -93,7 +111,9 @@ function renderMessage(m: ChatMessage): string {
   const cut = (s: string) => clip(s, MESSAGE_CHARS, ' […]');
   if (m.role === 'user') return `Person: ${cut(textOf(m))}`;
   if (m.role === 'assistant') {
-    const calls = (m.tool_calls ?? []).map((c) => (c.type === 'function' ? `[you called ${c.function.name} ${cut(c.function.arguments)}]` : '')).filter(Boolean);
+    const calls = (m.tool_calls ?? [])
+      .map((c) => (c.type === 'function' ? `[you called ${c.function.name} ${cut(c.function.arguments)}]` : ''))
+      .filter(Boolean);
     return [textOf(m) ? `You: ${cut(textOf(m))}` : '', ...calls].filter(Boolean).join('\n');
   }
   if (m.role === 'tool') return `[tool result: ${cut(textOf(m))}]`;

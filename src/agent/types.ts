@@ -86,8 +86,8 @@ export interface AgentLimits {
  * these instead of asking the model again or running a tool again.
  */
 export type StepRecord =
-  | { t: 'model'; step: number; /** requests it took, retries included */ calls: number; response: Pick<ModelResponse, 'message' | 'stopReason' | 'usage'> }
-  | { t: 'tool_start'; step: number; callId: string; name: string; args: string; /** the tool only reads */ readOnly?: true }
+  | { t: 'model'; step: number /** requests it took, retries included */; calls: number; response: Pick<ModelResponse, 'message' | 'stopReason' | 'usage'> }
+  | { t: 'tool_start'; step: number; callId: string; name: string; args: string /** the tool only reads */; readOnly?: true }
   | { t: 'tool_end'; step: number; callId: string; name: string; ok: boolean; content: string; summary: string; ms: number }
   /** A person's decision on a call that needed approval (expired: nobody decided in time, which counts as a deny). */
   | ({ t: 'approval'; decision: ApprovalDecision; by?: string; at: number } & ApprovalBinding);
@@ -147,7 +147,7 @@ export interface AgentRunInput {
  * Neither method throws: a store that cannot answer is its owner's to log.
  */
 export interface TokenAllowance {
-  reserve(estimate: number): Promise<{ ok: true; reservation: TokenReservation } | { ok: false; /** for logs and the dashboard */ detail: string }>;
+  reserve(estimate: number): Promise<{ ok: true; reservation: TokenReservation } | { ok: false /** for logs and the dashboard */; detail: string }>;
   settle(reservation: TokenReservation, tokens: number): Promise<void>;
 }
 

@@ -139,7 +139,11 @@ export class ApprovalDesk implements ChannelApprovals {
 }
 
 function flatten(record: ApprovalRecord): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+  return Object.fromEntries(
+    Object.entries(record)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, String(v)]),
+  );
 }
 
 function unflatten(raw: Record<string, string>): ApprovalRecord {

@@ -35,5 +35,7 @@ export function helpText(): string {
 }
 
 export function unknownCommandText(name: string): string {
-  return `Unknown command /${name}. Commands: ${Object.keys(COMMANDS).map((c) => `/${c}`).join(', ')}.`;
+  return `Unknown command /${name}. Commands: ${Object.keys(COMMANDS)
+    .map((c) => `/${c}`)
+    .join(', ')}.`;
 }

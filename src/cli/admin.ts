@@ -59,7 +59,8 @@ function print(list: Awaited<ReturnType<PairingAdmin['list']>>): number {
     out.push(`  ${r.platform}  ${r.code}  user ${r.userId}${r.name ? ` (${r.name})` : ''}  expires in ${minutes} min`);
   }
   out.push(list.approved.length ? 'approved:' : 'approved: none');
-  for (const u of list.approved) out.push(`  ${u.platform}  user ${u.userId}${u.name ? ` (${u.name})` : ''}  since ${new Date(u.approvedAt).toISOString()} by ${u.by}`);
+  for (const u of list.approved)
+    out.push(`  ${u.platform}  user ${u.userId}${u.name ? ` (${u.name})` : ''}  since ${new Date(u.approvedAt).toISOString()} by ${u.by}`);
   process.stdout.write(`${out.join('\n')}\n`);
   return 0;
 }

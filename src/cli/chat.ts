@@ -34,7 +34,12 @@ async function main(): Promise<number> {
   try {
     parsed = parseArgs({
       allowPositionals: true,
-      options: { session: { type: 'string', short: 's', default: 'default' }, 'no-worker': { type: 'boolean', default: false }, yes: { type: 'boolean', short: 'y', default: false }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        session: { type: 'string', short: 's', default: 'default' },
+        'no-worker': { type: 'boolean', default: false },
+        yes: { type: 'boolean', short: 'y', default: false },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (err) {
     // An unknown or incomplete option is the user's typo, not a crash: say which, and how it goes.
@@ -90,7 +95,13 @@ ${USAGE}
     new ApprovalDesk(connection, keys, queue),
   );
   await client.start();
-  const watch = new ListeningWatch(connection, keys, { redisUrl: redis.url, prefix: config.queue.prefix }, (text) => process.stderr.write(`${text}\n`), listeningAfterMs());
+  const watch = new ListeningWatch(
+    connection,
+    keys,
+    { redisUrl: redis.url, prefix: config.queue.prefix },
+    (text) => process.stderr.write(`${text}\n`),
+    listeningAfterMs(),
+  );
 
   const shutdown = async () => {
     await client.close();

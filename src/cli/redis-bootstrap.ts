@@ -64,7 +64,10 @@ export async function ensureRedis(url: string, explicit: boolean, allowPrivate: 
   }
   // A private server must never outlive us, even when we crash.
   process.once('exit', () => child.kill('SIGTERM'));
-  log.warn({ port, pid: child.pid }, `nothing answered at ${url}; started a private redis-server on 127.0.0.1:${port} (data is lost when this process stops; other processes cannot share it)`);
+  log.warn(
+    { port, pid: child.pid },
+    `nothing answered at ${url}; started a private redis-server on 127.0.0.1:${port} (data is lost when this process stops; other processes cannot share it)`,
+  );
   return {
     url: privateUrl,
     child,

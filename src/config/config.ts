@@ -61,7 +61,7 @@ export interface LimitsConfig {
 }
 
 export interface Config {
-  redis: { url: string; /** false when REDIS_URL was not set: we may start a private redis-server */ explicit: boolean };
+  redis: { url: string /** false when REDIS_URL was not set: we may start a private redis-server */; explicit: boolean };
   model: ModelConfig;
   workspaceRoot: string;
   /** STREAM_ANSWERS: the answer is shown while the model writes it. */
@@ -85,7 +85,7 @@ export interface Config {
     /** Deadline of one tool call. */
     toolTimeoutMs: number;
   };
-  admin: { readonly: boolean; metricsPublic: boolean; /** A worker-only process serves /metrics here (0: off). */ workerMetricsPort: number };
+  admin: { readonly: boolean; metricsPublic: boolean /** A worker-only process serves /metrics here (0: off). */; workerMetricsPort: number };
   /** TRUST_PROXY: express's `trust proxy` (false: X-Forwarded-* are ignored; hops; or proxy addresses/subnets). */
   http: { trustProxy: false | number | string[] };
   /** Largest attachment a channel downloads into a workspace. */
@@ -212,7 +212,10 @@ export function deriveConfig(env: Env): Config {
  * Telegram DM policy set, Telegram DMs are an allowlist.
  */
 function accessOf(env: Env): AccessConfig {
-  const legacy = (env.TELEGRAM_ALLOWED_USERS ?? '').split(',').map((u) => u.trim().replace(/^@/, '')).filter(Boolean);
+  const legacy = (env.TELEGRAM_ALLOWED_USERS ?? '')
+    .split(',')
+    .map((u) => u.trim().replace(/^@/, ''))
+    .filter(Boolean);
   const all = env.DM_POLICY;
   return {
     dm: {
@@ -230,7 +233,9 @@ function accessOf(env: Env): AccessConfig {
 /** `telegram:@Ada` → `telegram:ada` (usernames match in any case); ids stay as written. */
 function userEntry(entry: string): string {
   const [platform, id] = [entry.slice(0, entry.indexOf(':')), entry.slice(entry.indexOf(':') + 1)];
-  return platform === 'telegram' && !/^\d+$/.test(id.replace(/^@/, '')) ? `telegram:${id.replace(/^@/, '').toLowerCase()}` : `${platform}:${id.replace(/^@/, '')}`;
+  return platform === 'telegram' && !/^\d+$/.test(id.replace(/^@/, ''))
+    ? `telegram:${id.replace(/^@/, '').toLowerCase()}`
+    : `${platform}:${id.replace(/^@/, '')}`;
 }
 
 /** The worker role needs a model; the gateway does not. Local servers (Ollama, vLLM) need no key. */

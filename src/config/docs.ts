@@ -58,7 +58,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: '`1`',
   },
   LINK_PREVIEWS: {
-    meaning: "`1`: links in answers may get the platform's preview (Telegram link preview, Slack unfurl, Discord embed); `0`: every message is sent and edited with previews off, since the platform fetches a previewed link without a click (see [Security model](#security-model)). Status lines and approval cards never preview",
+    meaning:
+      "`1`: links in answers may get the platform's preview (Telegram link preview, Slack unfurl, Discord embed); `0`: every message is sent and edited with previews off, since the platform fetches a previewed link without a click (see [Security model](#security-model)). Status lines and approval cards never preview",
     default: '`0`',
   },
   MODEL_VISION: {
@@ -94,7 +95,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: '`0`',
   },
   TRUST_PROXY: {
-    meaning: "which reverse proxies to believe about the client (express `trust proxy`): `0` ignores `X-Forwarded-For`/`-Proto`/`-Host`; a number of proxy hops (`1`: one proxy in front); or a comma list of proxy addresses/subnets (`loopback,10.0.0.0/8`). It decides the address the admin limiter counts and whether the login cookie is `Secure`; set it behind a proxy, or every client shares the proxy's address",
+    meaning:
+      "which reverse proxies to believe about the client (express `trust proxy`): `0` ignores `X-Forwarded-For`/`-Proto`/`-Host`; a number of proxy hops (`1`: one proxy in front); or a comma list of proxy addresses/subnets (`loopback,10.0.0.0/8`). It decides the address the admin limiter counts and whether the login cookie is `Secure`; set it behind a proxy, or every client shares the proxy's address",
     default: '`0`',
   },
   WORKER_METRICS_PORT: {
@@ -110,7 +112,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: '`info`',
   },
   SWITCHBOARD_CHAT_UNTAKEN_MS: {
-    meaning: '`npm run chat` only: how long a message it queued may wait for a worker before the chat says that none has taken it and what to check (it keeps waiting); `0` or not a number: the default. Read by the chat itself, not checked at start-up; the tests shorten it',
+    meaning:
+      '`npm run chat` only: how long a message it queued may wait for a worker before the chat says that none has taken it and what to check (it keeps waiting); `0` or not a number: the default. Read by the chat itself, not checked at start-up; the tests shorten it',
     default: '`10000` (10 s)',
   },
   WORKER_CONCURRENCY: {
@@ -134,7 +137,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: '`4`',
   },
   AGENT_RUN_TIMEOUT_MS: {
-    meaning: 'the longest one turn may take, wall clock from its first start (a resumed turn keeps that start); past it the run ends failed, `run_timeout` (at least `1000`)',
+    meaning:
+      'the longest one turn may take, wall clock from its first start (a resumed turn keeps that start); past it the run ends failed, `run_timeout` (at least `1000`)',
     default: '`900000` (15 min)',
   },
   TOOL_TIMEOUT_MS: {
@@ -162,7 +166,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: 'none',
   },
   TOOLS_APPROVE: {
-    meaning: "tools whose every call waits for a person's click ([Approvals](#tool-policy-and-approvals)), same format; `TOOLS_EXEC=approve` adds `run_command`",
+    meaning:
+      "tools whose every call waits for a person's click ([Approvals](#tool-policy-and-approvals)), same format; `TOOLS_EXEC=approve` adds `run_command`",
     default: 'none',
   },
   APPROVERS: {
@@ -170,7 +175,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: 'none',
   },
   APPROVAL_BY: {
-    meaning: "who decides a call's approval: `requester` (the person whose message started the run), `approvers` (only `APPROVERS`: nobody approves their own call), `either`",
+    meaning:
+      "who decides a call's approval: `requester` (the person whose message started the run), `approvers` (only `APPROVERS`: nobody approves their own call), `either`",
     default: '`approvers` when `APPROVERS` is set, else `requester`',
   },
   APPROVAL_TIMEOUT_MS: {
@@ -182,7 +188,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: 'none',
   },
   DM_POLICY: {
-    meaning: 'who may DM the bot on every platform ([Access and limits](#access-and-limits)): `pairing` (an unknown sender gets a code for the operator), `allowlist`, `open`, `disabled`',
+    meaning:
+      'who may DM the bot on every platform ([Access and limits](#access-and-limits)): `pairing` (an unknown sender gets a code for the operator), `allowlist`, `open`, `disabled`',
     default: '`pairing`',
   },
   TELEGRAM_DM_POLICY: {
@@ -193,11 +200,13 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
   SLACK_DM_POLICY: { sameRowAs: 'TELEGRAM_DM_POLICY' },
   DISCORD_DM_POLICY: { sameRowAs: 'TELEGRAM_DM_POLICY' },
   ALLOWED_USERS: {
-    meaning: 'people let in under `pairing` and `allowlist`: comma list of `platform:userId` (Telegram also `telegram:@username`), e.g. `slack:U0123ABC,telegram:42,discord:80351110224678912`',
+    meaning:
+      'people let in under `pairing` and `allowlist`: comma list of `platform:userId` (Telegram also `telegram:@username`), e.g. `slack:U0123ABC,telegram:42,discord:80351110224678912`',
     default: 'none',
   },
   GROUP_POLICY: {
-    meaning: 'who the bot answers in channels, groups and guilds (it still needs a mention): `pairing` — senders the DM policy lets in (listed, paired, or anyone under `DM_POLICY=open`), plus everyone in an `ALLOWED_CHANNELS` place and members of the installing Slack workspace; `allowlist` — the same, only in `ALLOWED_CHANNELS`; `open` — anyone in any group (warned at start)',
+    meaning:
+      'who the bot answers in channels, groups and guilds (it still needs a mention): `pairing` — senders the DM policy lets in (listed, paired, or anyone under `DM_POLICY=open`), plus everyone in an `ALLOWED_CHANNELS` place and members of the installing Slack workspace; `allowlist` — the same, only in `ALLOWED_CHANNELS`; `open` — anyone in any group (warned at start)',
     default: '`pairing`',
   },
   ALLOWED_CHANNELS: {
@@ -209,7 +218,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: '`20`',
   },
   USER_DAILY_TOKENS: {
-    meaning: "model tokens per person per UTC day. Each model call (history summaries included) first reserves its prompt's estimate, atomically across workers: a call whose estimate does not fit in what is left is refused (the run ends failed, `budget`). After the call the reservation is replaced by the reported usage, or, when the endpoint reports none (many compatible servers omit it, above all when streaming), by the estimate of prompt and answer (a call can still go over by what its answer adds)",
+    meaning:
+      "model tokens per person per UTC day. Each model call (history summaries included) first reserves its prompt's estimate, atomically across workers: a call whose estimate does not fit in what is left is refused (the run ends failed, `budget`). After the call the reservation is replaced by the reported usage, or, when the endpoint reports none (many compatible servers omit it, above all when streaming), by the estimate of prompt and answer (a call can still go over by what its answer adds)",
     default: 'no limit',
   },
   SESSION_QUEUE_MAX: {
@@ -253,7 +263,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: '`30000`',
   },
   SHUTDOWN_GRACE_MS: {
-    meaning: 'on SIGTERM/SIGINT, how long active runs may take to reach their next step boundary (and go back to waiting for another worker) before they are left to expire their locks (`0`: no wait); meanwhile the gateway answers new webhook events 503 with `Retry-After` and `/readyz` 503',
+    meaning:
+      'on SIGTERM/SIGINT, how long active runs may take to reach their next step boundary (and go back to waiting for another worker) before they are left to expire their locks (`0`: no wait); meanwhile the gateway answers new webhook events 503 with `Retry-After` and `/readyz` 503',
     default: '`30000`',
   },
   TELEGRAM_BOT_TOKEN: {
@@ -275,7 +286,8 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     default: "Telegram's",
   },
   TELEGRAM_DRAFTS: {
-    meaning: '`1`: in private chats a streamed answer is a draft (`sendMessageDraft`) posted as one message once final, instead of edits of a message (off by default: on some clients the draft stayed visible over the final message)',
+    meaning:
+      '`1`: in private chats a streamed answer is a draft (`sendMessageDraft`) posted as one message once final, instead of edits of a message (off by default: on some clients the draft stayed visible over the final message)',
     default: '`0`',
   },
   SLACK_BOT_TOKEN: {
@@ -342,14 +354,19 @@ export function configTable(
     if (!known.has(key)) problems.push(`${key} has an entry in CONFIG_DOCS but is not a variable of envSchema (nor in OUTSIDE_SCHEMA)`);
     if ('sameRowAs' in doc) {
       const head = docs[doc.sameRowAs];
-      if (head === undefined || 'sameRowAs' in head || !(head.also ?? []).some((name) => name === key)) problems.push(`${key} says sameRowAs ${doc.sameRowAs}, whose entry does not list it in \`also\``);
+      if (head === undefined || 'sameRowAs' in head || !(head.also ?? []).some((name) => name === key))
+        problems.push(`${key} says sameRowAs ${doc.sameRowAs}, whose entry does not list it in \`also\``);
       continue;
     }
     for (const other of doc.also ?? []) {
       const entry = docs[other];
-      if (entry === undefined || !('sameRowAs' in entry) || entry.sameRowAs !== key) problems.push(`${key} lists ${other} in \`also\`, whose entry is not { sameRowAs: '${key}' }`);
+      if (entry === undefined || !('sameRowAs' in entry) || entry.sameRowAs !== key)
+        problems.push(`${key} lists ${other} in \`also\`, whose entry is not { sameRowAs: '${key}' }`);
     }
-    for (const [column, text] of [['meaning', doc.meaning], ['default', doc.default]] as const) {
+    for (const [column, text] of [
+      ['meaning', doc.meaning],
+      ['default', doc.default],
+    ] as const) {
       if (text.trim() === '' || /[\r\n]/.test(text)) problems.push(`${key}: the ${column} must be one non-empty line`);
     }
     const names = [key, ...(doc.also ?? [])].map((name) => `\`${name}\``).join(doc.join === '+' ? ' + ' : ', ');

@@ -8,11 +8,14 @@ import { isTimezone } from '../lib/time.js';
  * the variable and what is expected.
  */
 
-const text = (what: string) => z.string({ error: `must be ${what}` }).trim().min(1, `must be ${what}`);
+const text = (what: string) =>
+  z
+    .string({ error: `must be ${what}` })
+    .trim()
+    .min(1, `must be ${what}`);
 const optionalText = (what: string) => text(what).optional();
 
-const url = (what: string) =>
-  text(what).refine((v) => URL.canParse(v), `must be ${what} (an absolute URL such as http://host:port)`);
+const url = (what: string) => text(what).refine((v) => URL.canParse(v), `must be ${what} (an absolute URL such as http://host:port)`);
 
 const int = (min: number, max: number, fallback: number) =>
   z
@@ -32,7 +35,12 @@ const list = (entry: RegExp, what: string) =>
   z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean))
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
     .refine((items) => items.every((x) => entry.test(x)), `must be a comma-separated list of ${what}`);
 
 const DM_POLICY = z.enum(['pairing', 'allowlist', 'open', 'disabled'], { error: 'must be pairing, allowlist, open or disabled' });
@@ -66,17 +74,23 @@ const trustProxy = z
     if (/^\d{1,2}$/.test(v)) return Number(v);
     const entries = v.split(',').map((x) => x.trim());
     if (entries.every(isProxyEntry)) return entries;
-    ctx.addIssue({ code: 'custom', message: 'must be 0 (do not trust X-Forwarded-For), a number of proxy hops such as 1, or a comma-separated list of proxy addresses and subnets such as loopback,10.0.0.0/8' });
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'must be 0 (do not trust X-Forwarded-For), a number of proxy hops such as 1, or a comma-separated list of proxy addresses and subnets such as loopback,10.0.0.0/8',
+    });
     return z.NEVER;
   });
 
 export const envSchema = z
   .object({
-    REDIS_URL: url('a Redis URL such as redis://127.0.0.1:6379').refine(
-      // An unparsable URL is already reported by the check above (one line per variable).
-      (v) => !URL.canParse(v) || /^rediss?(\+cluster)?:$/.test(new URL(v).protocol),
-      'must start with redis://, rediss:// or redis+cluster:// (a seed node of a Redis Cluster)',
-    ).optional(),
+    REDIS_URL: url('a Redis URL such as redis://127.0.0.1:6379')
+      .refine(
+        // An unparsable URL is already reported by the check above (one line per variable).
+        (v) => !URL.canParse(v) || /^rediss?(\+cluster)?:$/.test(new URL(v).protocol),
+        'must start with redis://, rediss:// or redis+cluster:// (a seed node of a Redis Cluster)',
+      )
+      .optional(),
     OPENAI_API_KEY: optionalText('an API key'),
     OPENAI_BASE_URL: url('an OpenAI-compatible /v1 base URL').optional(),
     AGENT_MODEL: text('a model name such as gpt-4.1-mini').default('gpt-4.1-mini'),
@@ -136,9 +150,7 @@ export const envSchema = z
       .optional(),
     SESSION_QUEUE_MAX: int(1, 100_000, 50),
     MESSAGE_MAX_CHARS: int(100, 10_000_000, 20_000),
-    SCHEDULE_TZ: text('an IANA timezone name')
-      .refine(isTimezone, 'must be an IANA timezone name, e.g. Europe/Berlin, America/New_York or UTC')
-      .optional(),
+    SCHEDULE_TZ: text('an IANA timezone name').refine(isTimezone, 'must be an IANA timezone name, e.g. Europe/Berlin, America/New_York or UTC').optional(),
     SCHEDULES_PER_USER: int(0, 10_000, 10),
     SCHEDULE_MIN_INTERVAL_S: int(1, 86_400, 60),
 
@@ -176,7 +188,11 @@ export const envSchema = z
       if (env[a] !== undefined && env[b] === undefined) ctx.addIssue({ code: 'custom', path: [b], message: `is required when ${a} is set (${why})` });
     };
     if (env.SLACK_BOT_TOKEN !== undefined && env.SLACK_SIGNING_SECRET === undefined && env.SLACK_APP_TOKEN === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['SLACK_SIGNING_SECRET'], message: 'is required when SLACK_BOT_TOKEN is set without SLACK_APP_TOKEN (Slack signs every HTTP request with it)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SLACK_SIGNING_SECRET'],
+        message: 'is required when SLACK_BOT_TOKEN is set without SLACK_APP_TOKEN (Slack signs every HTTP request with it)',
+      });
     }
     pair('DISCORD_TOKEN', 'DISCORD_APPLICATION_ID', 'slash commands are registered under it');
     pair('DISCORD_APPLICATION_ID', 'DISCORD_TOKEN', 'the bot logs in with it');

@@ -40,7 +40,9 @@ export async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions =
 
 /** Every value that must not be printed: tokens, keys, secrets, and the password of REDIS_URL. */
 function secretsOf(config: Config, env: NodeJS.ProcessEnv): string[] {
-  const named = Object.entries(env).filter(([k, v]) => /TOKEN|KEY|SECRET|PASSWORD/.test(k) && v).map(([, v]) => v!);
+  const named = Object.entries(env)
+    .filter(([k, v]) => /TOKEN|KEY|SECRET|PASSWORD/.test(k) && v)
+    .map(([, v]) => v!);
   const redisUrl = URL.canParse(config.redis.url) ? new URL(config.redis.url) : undefined;
   const redisSecret = redisUrl?.password ? [decodeURIComponent(redisUrl.password)] : [];
   return [...named, ...redisSecret];

@@ -14,7 +14,17 @@ import type { SessionKeys } from '../queue/keys.js';
 import type { Producer } from '../queue/producer.js';
 import type { RunQueue } from '../queue/run-queue.js';
 import { runViewPath, type RunStore } from '../run/record.js';
-import { ADMIN_COOKIE, ADMIN_SESSION_MS, adminCookieValue, adminGuard, checkToken, failedAttemptsOf, sameSiteChanges, tooManyFailures, type FailedAttempts } from './auth.js';
+import {
+  ADMIN_COOKIE,
+  ADMIN_SESSION_MS,
+  adminCookieValue,
+  adminGuard,
+  checkToken,
+  failedAttemptsOf,
+  sameSiteChanges,
+  tooManyFailures,
+  type FailedAttempts,
+} from './auth.js';
 import { escapeHtml, page } from './html.js';
 import { renderRunView } from './run-view.js';
 import { pairingRouter } from './pairing-api.js';
@@ -59,7 +69,11 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
         externalJobUrl: (job) => ({ displayText: 'run view', href: `/admin/jobs/${encodeURIComponent(String(job.id))}` }),
       }),
       // Its job schedulers are the schedules; each job one firing (the run it queues is in "agent runs").
-      new BullMQAdapter(deps.schedules.queue, { readOnlyMode: true, displayName: 'schedule firings', description: 'One job scheduler per schedule; one job per firing, which queues the scheduled turn' }),
+      new BullMQAdapter(deps.schedules.queue, {
+        readOnlyMode: true,
+        displayName: 'schedule firings',
+        description: 'One job scheduler per schedule; one job per firing, which queues the scheduled turn',
+      }),
     ],
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'Switchboard' } },
@@ -75,7 +89,11 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
   app.get('/admin/runs/:id', ...guard, async (req, res) => {
     const run = await deps.runs.get(String(req.params.id));
     const wantsJson = req.query.format === 'json' || req.accepts(['html', 'json']) === 'json';
-    if (!run) return void res.status(404).type(wantsJson ? 'application/json' : 'text/plain').send(wantsJson ? { error: 'no such run' } : 'No such run (records are kept 14 days).\n');
+    if (!run)
+      return void res
+        .status(404)
+        .type(wantsJson ? 'application/json' : 'text/plain')
+        .send(wantsJson ? { error: 'no such run' } : 'No such run (records are kept 14 days).\n');
     if (wantsJson) return void res.json(run);
     res.type('html').send(renderRunView(run, { dashboard: `${DASHBOARD}/queue/${encodeURIComponent(deps.queue.name)}/${encodeURIComponent(run.jobId)}` }));
   });
@@ -100,9 +118,20 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
       return void res.status(400).json({ error: err instanceof Error ? err.message : String(err) });
     }
     // A reset queued for a platform no worker can answer would fail forever.
-    if (!PLATFORMS.has(parts.platform)) return void res.status(400).json({ error: `unknown platform "${parts.platform}" (one of ${[...PLATFORMS].join(', ')})` });
+    if (!PLATFORMS.has(parts.platform))
+      return void res.status(400).json({ error: `unknown platform "${parts.platform}" (one of ${[...PLATFORMS].join(', ')})` });
     const id = randomUUID();
-    const message: InboundMessage = { v: 1, id, ...parts, sender: { id: 'operator' }, text: '/reset', command: 'reset', attachments: [], eventId: `operator-reset-${id}`, receivedAt: Date.now() };
+    const message: InboundMessage = {
+      v: 1,
+      id,
+      ...parts,
+      sender: { id: 'operator' },
+      text: '/reset',
+      command: 'reset',
+      attachments: [],
+      eventId: `operator-reset-${id}`,
+      receivedAt: Date.now(),
+    };
     await deps.producer.enqueue(message);
     deps.log.info({ session: req.params.session }, 'operator reset');
     res.status(202).json({ queued: true });

@@ -111,7 +111,8 @@ export function mountHealth(app: Express, sources: HealthSources): void {
       await withTimeout(sources.redis.ping(), READY_TIMEOUT_MS, 'Redis did not answer PING');
       workers = await withTimeout(countWorkers(sources.redis, sources.prefix), READY_TIMEOUT_MS, 'Redis did not list the workers');
       if (workers === 0) problems.push('no worker is connected to the queue');
-      if (sources.toolServerProblems) problems.push(...(await withTimeout(sources.toolServerProblems(), READY_TIMEOUT_MS, 'Redis did not list the MCP servers')));
+      if (sources.toolServerProblems)
+        problems.push(...(await withTimeout(sources.toolServerProblems(), READY_TIMEOUT_MS, 'Redis did not list the MCP servers')));
     } catch (err) {
       redis = err instanceof Error ? err.message : String(err);
       problems.push(`redis: ${redis}`);

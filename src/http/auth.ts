@@ -67,7 +67,10 @@ export const changesState = (req: Request): boolean => !['GET', 'HEAD', 'OPTIONS
 export class FailedAttempts {
   private readonly byClient = new Map<string, { count: number; until: number }>();
 
-  constructor(private readonly limit = FAILED_LOGINS_PER_MINUTE, private readonly windowMs = 60_000) {}
+  constructor(
+    private readonly limit = FAILED_LOGINS_PER_MINUTE,
+    private readonly windowMs = 60_000,
+  ) {}
 
   private key(req: Request): string {
     return ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown');
@@ -142,7 +145,8 @@ function crossSite(req: Request): string | undefined {
   const origin = req.get('origin');
   if (origin === undefined) return undefined;
   const here = hostOf(`${URL.canParse(origin) ? new URL(origin).protocol : 'http:'}//${req.host ?? ''}`);
-  if (hostOf(origin) === undefined || hostOf(origin) !== here) return 'Forbidden: the request comes from another site (Origin) and may not change anything here.';
+  if (hostOf(origin) === undefined || hostOf(origin) !== here)
+    return 'Forbidden: the request comes from another site (Origin) and may not change anything here.';
   return undefined;
 }
 
@@ -178,7 +182,11 @@ export function adminGuard(token: string | undefined, failures = new FailedAttem
       case 'ok':
         return next();
       case 'basic-for-change':
-        return refuse(res, 403, 'Forbidden: basic auth is for viewing only; to change anything send Authorization: Bearer <ADMIN_TOKEN> or log in at /admin/login.');
+        return refuse(
+          res,
+          403,
+          'Forbidden: basic auth is for viewing only; to change anything send Authorization: Bearer <ADMIN_TOKEN> or log in at /admin/login.',
+        );
       case 'locked':
         return tooManyFailures(req, res, failures);
     }

@@ -12,11 +12,16 @@ function contentText(m: ChatMessage): string {
 }
 
 function message(m: ChatMessage): string {
-  const calls = m.role === 'assistant' && m.tool_calls?.length
-    ? m.tool_calls
-        .map((c) => ('function' in c ? `<div>→ tool call <b>${e(c.function.name)}</b> <span class="muted">${e(c.id)}</span><pre>${e(c.function.arguments)}</pre></div>` : ''))
-        .join('')
-    : '';
+  const calls =
+    m.role === 'assistant' && m.tool_calls?.length
+      ? m.tool_calls
+          .map((c) =>
+            'function' in c
+              ? `<div>→ tool call <b>${e(c.function.name)}</b> <span class="muted">${e(c.id)}</span><pre>${e(c.function.arguments)}</pre></div>`
+              : '',
+          )
+          .join('')
+      : '';
   const id = m.role === 'tool' ? ` <span class="muted">for ${e(m.tool_call_id)}</span>` : '';
   const text = contentText(m);
   return `<div class="msg ${e(m.role)}"><div class="role">${e(m.role)}${id}</div>${text ? `<pre>${e(text)}</pre>` : ''}${calls}</div>`;
@@ -40,7 +45,10 @@ function scheduledRow(run: RunRecord): string {
 export function renderRunView(run: RunRecord, links: { dashboard: string }): string {
   const seconds = ((run.endedAt - run.startedAt) / 1000).toFixed(2);
   const timeline = run.timeline
-    .map((t) => `<tr><td>${t.ms}</td><td>${t.step ?? ''}</td><td>${e(t.type)}</td><td>${e(t.tool ?? '')}</td><td>${t.durationMs ?? ''}</td><td>${t.ok === false ? '✗ ' : ''}${e(t.text ?? '')}</td></tr>`)
+    .map(
+      (t) =>
+        `<tr><td>${t.ms}</td><td>${t.step ?? ''}</td><td>${e(t.type)}</td><td>${e(t.tool ?? '')}</td><td>${t.durationMs ?? ''}</td><td>${t.ok === false ? '✗ ' : ''}${e(t.text ?? '')}</td></tr>`,
+    )
     .join('');
   return page(
     `Run ${run.runId}`,

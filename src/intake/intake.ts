@@ -90,7 +90,12 @@ export class Intake implements ChannelIntake {
     }
   }
 
-  private async scheduleCommand(name: 'schedules' | 'unschedule', session: string, message: InboundMessage, args: string): Promise<{ reply: string; ok: boolean }> {
+  private async scheduleCommand(
+    name: 'schedules' | 'unschedule',
+    session: string,
+    message: InboundMessage,
+    args: string,
+  ): Promise<{ reply: string; ok: boolean }> {
     const schedules = this.options.schedules;
     if (!schedules) return { reply: 'Schedules are not available here.', ok: false };
     if (name === 'schedules') return { reply: scheduleList(await schedules.book.ofSession(session)), ok: true };
@@ -98,8 +103,13 @@ export class Intake implements ChannelIntake {
     if (id === '') return { reply: 'Which one? /unschedule <id> — /schedules lists the ids.', ok: false };
     const result = await schedules.book.cancel(id, message, schedules.approvers);
     this.log.info({ session, scheduleId: id, by: message.sender.id, outcome: result.outcome }, 'unschedule');
-    if (result.outcome === 'not_found') return { reply: `No schedule "${id}" in this conversation. /schedules lists them (a thread's schedules are listed in that thread).`, ok: false };
-    if (result.outcome === 'not_yours') return { reply: `Schedule ${id} was made by ${result.schedule?.origin.sender.name ?? 'someone else'}; only they (or an approver) can remove it.`, ok: false };
+    if (result.outcome === 'not_found')
+      return { reply: `No schedule "${id}" in this conversation. /schedules lists them (a thread's schedules are listed in that thread).`, ok: false };
+    if (result.outcome === 'not_yours')
+      return {
+        reply: `Schedule ${id} was made by ${result.schedule?.origin.sender.name ?? 'someone else'}; only they (or an approver) can remove it.`,
+        ok: false,
+      };
     return { reply: `Removed ${id} "${result.schedule!.name}": it will not fire again.`, ok: true };
   }
 

@@ -107,7 +107,11 @@ export interface FiringWorker {
  * The worker process's share of the firings: any number of workers, each firing handled once
  * (BullMQ's lock, then the inbox's event id). It owns `connection` and closes it.
  */
-export async function startFiringWorker(connection: Redis, queue: Pick<QueueConfig, 'prefix' | 'lockDurationMs' | 'stalledIntervalMs'>, deps: FiringDeps): Promise<FiringWorker> {
+export async function startFiringWorker(
+  connection: Redis,
+  queue: Pick<QueueConfig, 'prefix' | 'lockDurationMs' | 'stalledIntervalMs'>,
+  deps: FiringDeps,
+): Promise<FiringWorker> {
   const worker = new Worker<FiringJobData>(FIRINGS_QUEUE, createFiringProcessor(deps), {
     connection,
     prefix: queue.prefix,

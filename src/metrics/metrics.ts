@@ -1,4 +1,13 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type HistogramConfiguration, type LabelValues } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type CounterConfiguration,
+  type HistogramConfiguration,
+  type LabelValues,
+} from 'prom-client';
 import type { AgentEvent, FailureReason, RunOutcome, TerminalState } from '../agent/types.js';
 import { COMMANDS } from '../channels/commands.js';
 import type { ApprovalOutcome, PostKind, RefusalReason } from '../channels/types.js';
@@ -18,13 +27,28 @@ export const UNKNOWN = 'unknown';
 
 /** Each value of the union `T`, checked when compiled: a member added to the union and not here fails the build (it would count as unknown). */
 function every<T extends string>() {
-  return <const V extends readonly T[]>(values: V & ([Exclude<T, V[number]>] extends [never] ? unknown : { missing: Exclude<T, V[number]> })): readonly string[] => values;
+  return <const V extends readonly T[]>(
+    values: V & ([Exclude<T, V[number]>] extends [never] ? unknown : { missing: Exclude<T, V[number]> }),
+  ): readonly string[] => values;
 }
 
 /** The channels there are (src/channels/registry.ts, and the terminal chat). */
 const PLATFORMS = ['telegram', 'slack', 'discord', 'terminal'];
 const STATES = every<TerminalState>()(['completed', 'failed', 'cancelled']);
-const RUN_REASONS = [...every<FailureReason>()(['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed', 'run_timeout', 'budget']), 'none'];
+const RUN_REASONS = [
+  ...every<FailureReason>()([
+    'step_limit',
+    'context_budget',
+    'model_error',
+    'incomplete_turn',
+    'empty_answer',
+    'cancelled',
+    'worker_crashed',
+    'run_timeout',
+    'budget',
+  ]),
+  'none',
+];
 const REFUSAL_REASONS = [...every<RefusalReason>()(['pairing', 'not_allowed', 'dm_disabled', 'channel_not_allowed', 'rate_limited']), 'queue_full', 'budget'];
 const COMMAND_NAMES = [...Object.keys(COMMANDS), UNKNOWN];
 const APPROVAL_OUTCOMES = every<ApprovalOutcome['decision']>()(['approved', 'denied', 'expired', 'cancelled']);
@@ -63,7 +87,8 @@ function knownCounter<T extends string>(config: Omit<CounterConfiguration<T>, 'l
   const { labels: bounds, ...rest } = config;
   const counter = new Counter<T>({ ...rest, labelNames: Object.keys(bounds) as T[] });
   const inc = counter.inc.bind(counter) as (labels?: LabelValues<T> | number, value?: number) => void;
-  counter.inc = ((labels?: LabelValues<T> | number, value?: number) => (labels !== null && typeof labels === 'object' ? inc(knownLabels(bounds, labels), value) : inc(labels))) as Counter<T>['inc'];
+  counter.inc = ((labels?: LabelValues<T> | number, value?: number) =>
+    labels !== null && typeof labels === 'object' ? inc(knownLabels(bounds, labels), value) : inc(labels)) as Counter<T>['inc'];
   return counter;
 }
 
@@ -71,7 +96,8 @@ function knownHistogram<T extends string>(config: Omit<HistogramConfiguration<T>
   const { labels: bounds, ...rest } = config;
   const histogram = new Histogram<T>({ ...rest, labelNames: Object.keys(bounds) as T[] });
   const observe = histogram.observe.bind(histogram) as (labels: LabelValues<T> | number, value?: number) => void;
-  histogram.observe = ((labels: LabelValues<T> | number, value?: number) => (labels !== null && typeof labels === 'object' ? observe(knownLabels(bounds, labels), value) : observe(labels))) as Histogram<T>['observe'];
+  histogram.observe = ((labels: LabelValues<T> | number, value?: number) =>
+    labels !== null && typeof labels === 'object' ? observe(knownLabels(bounds, labels), value) : observe(labels)) as Histogram<T>['observe'];
   return histogram;
 }
 
@@ -83,25 +109,109 @@ function knownHistogram<T extends string>(config: Omit<HistogramConfiguration<T>
 export class Metrics {
   readonly registry = new Registry();
   private readonly registers = [this.registry];
-  readonly inbound = knownCounter({ name: 'switchboard_inbound_events_total', help: 'Inbound messages accepted into a session inbox, by platform', labels: { platform: PLATFORMS }, registers: this.registers });
-  readonly deduplicated = knownCounter({ name: 'switchboard_deduplicated_events_total', help: 'Redelivered platform events dropped as duplicates, by platform', labels: { platform: PLATFORMS }, registers: this.registers });
-  readonly commands = knownCounter({ name: 'switchboard_commands_total', help: 'Chat commands answered at once, by command', labels: { platform: PLATFORMS, command: COMMAND_NAMES }, registers: this.registers });
-  readonly runs = knownCounter({ name: 'switchboard_runs_total', help: 'Agent runs by terminal state and reason', labels: { state: STATES, reason: RUN_REASONS }, registers: this.registers });
-  readonly runDuration = knownHistogram({ name: 'switchboard_run_duration_seconds', help: 'From claim to reply delivered', labels: { state: STATES }, buckets: SECONDS_BUCKETS, registers: this.registers });
-  readonly queueWait = new Histogram({ name: 'switchboard_queue_wait_seconds', help: 'From the first message of a turn arriving to its run starting', buckets: SECONDS_BUCKETS, registers: this.registers });
+  readonly inbound = knownCounter({
+    name: 'switchboard_inbound_events_total',
+    help: 'Inbound messages accepted into a session inbox, by platform',
+    labels: { platform: PLATFORMS },
+    registers: this.registers,
+  });
+  readonly deduplicated = knownCounter({
+    name: 'switchboard_deduplicated_events_total',
+    help: 'Redelivered platform events dropped as duplicates, by platform',
+    labels: { platform: PLATFORMS },
+    registers: this.registers,
+  });
+  readonly commands = knownCounter({
+    name: 'switchboard_commands_total',
+    help: 'Chat commands answered at once, by command',
+    labels: { platform: PLATFORMS, command: COMMAND_NAMES },
+    registers: this.registers,
+  });
+  readonly runs = knownCounter({
+    name: 'switchboard_runs_total',
+    help: 'Agent runs by terminal state and reason',
+    labels: { state: STATES, reason: RUN_REASONS },
+    registers: this.registers,
+  });
+  readonly runDuration = knownHistogram({
+    name: 'switchboard_run_duration_seconds',
+    help: 'From claim to reply delivered',
+    labels: { state: STATES },
+    buckets: SECONDS_BUCKETS,
+    registers: this.registers,
+  });
+  readonly queueWait = new Histogram({
+    name: 'switchboard_queue_wait_seconds',
+    help: 'From the first message of a turn arriving to its run starting',
+    buckets: SECONDS_BUCKETS,
+    registers: this.registers,
+  });
   readonly modelCalls = new Counter({ name: 'switchboard_model_calls_total', help: 'Model requests sent (retries included)', registers: this.registers });
-  readonly tokens = knownCounter({ name: 'switchboard_model_tokens_total', help: 'Model tokens by kind', labels: { kind: TOKEN_KINDS }, registers: this.registers });
+  readonly tokens = knownCounter({
+    name: 'switchboard_model_tokens_total',
+    help: 'Model tokens by kind',
+    labels: { kind: TOKEN_KINDS },
+    registers: this.registers,
+  });
   /** By tool: counted only through onAgentEvent, which knows the tools offered in the run. */
-  private readonly toolCalls = knownCounter({ name: 'switchboard_tool_calls_total', help: 'Tool calls by tool (one offered in the run, else unknown) and outcome', labels: { tool: TOOL_NAME, outcome: TOOL_OUTCOMES }, registers: this.registers });
-  readonly deliveries = knownCounter({ name: 'switchboard_deliveries_total', help: 'Messages posted or edited on a platform, by kind', labels: { platform: PLATFORMS, kind: DELIVERY_KINDS }, registers: this.registers });
-  readonly undeliverable = knownCounter({ name: 'switchboard_undeliverable_replies_total', help: 'Replies the platform refused for good (chat gone, bot blocked or removed), settled without delivery', labels: { platform: PLATFORMS }, registers: this.registers });
-  readonly unreadable = new Counter({ name: 'switchboard_unreadable_messages_total', help: 'Inbox entries no run could read, moved aside so their conversation goes on', registers: this.registers });
-  readonly resumes = new Counter({ name: 'switchboard_resumed_turns_total', help: 'Turns a run took over from an earlier run of it (worker died, froze or stopped), resumed from the journal', registers: this.registers });
-  readonly approvals = knownCounter({ name: 'switchboard_approvals_total', help: 'Tool calls that waited for approval, by outcome (approved, denied, expired, cancelled)', labels: { outcome: APPROVAL_OUTCOMES }, registers: this.registers });
-  readonly refusals = knownCounter({ name: 'switchboard_refusals_total', help: 'Messages refused or runs stopped by access control and limits, by platform and reason (pairing, not_allowed, dm_disabled, channel_not_allowed, rate_limited, queue_full, budget)', labels: { platform: PLATFORMS, reason: REFUSAL_REASONS }, registers: this.registers });
-  readonly scheduleFirings = knownCounter({ name: 'switchboard_schedule_firings_total', help: 'Schedule firings by outcome: how their turn ended (completed, failed, cancelled, undeliverable) or why none ran (queue_full, paused, deleted, duplicate: a firing already queued)', labels: { outcome: FIRING_OUTCOMES }, registers: this.registers });
-  readonly historySummaries = knownCounter({ name: 'switchboard_history_summaries_total', help: 'Older history summarised before a turn (AGENT_HISTORY_TOKENS), by outcome: ok, failed (the turn went on with the older turns left out), skipped (no token budget left)', labels: { outcome: SUMMARY_OUTCOMES }, registers: this.registers });
-  readonly deliveryErrors = knownCounter({ name: 'switchboard_delivery_errors_total', help: 'Platform calls that failed, by operation', labels: { platform: PLATFORMS, operation: OPERATIONS }, registers: this.registers });
+  private readonly toolCalls = knownCounter({
+    name: 'switchboard_tool_calls_total',
+    help: 'Tool calls by tool (one offered in the run, else unknown) and outcome',
+    labels: { tool: TOOL_NAME, outcome: TOOL_OUTCOMES },
+    registers: this.registers,
+  });
+  readonly deliveries = knownCounter({
+    name: 'switchboard_deliveries_total',
+    help: 'Messages posted or edited on a platform, by kind',
+    labels: { platform: PLATFORMS, kind: DELIVERY_KINDS },
+    registers: this.registers,
+  });
+  readonly undeliverable = knownCounter({
+    name: 'switchboard_undeliverable_replies_total',
+    help: 'Replies the platform refused for good (chat gone, bot blocked or removed), settled without delivery',
+    labels: { platform: PLATFORMS },
+    registers: this.registers,
+  });
+  readonly unreadable = new Counter({
+    name: 'switchboard_unreadable_messages_total',
+    help: 'Inbox entries no run could read, moved aside so their conversation goes on',
+    registers: this.registers,
+  });
+  readonly resumes = new Counter({
+    name: 'switchboard_resumed_turns_total',
+    help: 'Turns a run took over from an earlier run of it (worker died, froze or stopped), resumed from the journal',
+    registers: this.registers,
+  });
+  readonly approvals = knownCounter({
+    name: 'switchboard_approvals_total',
+    help: 'Tool calls that waited for approval, by outcome (approved, denied, expired, cancelled)',
+    labels: { outcome: APPROVAL_OUTCOMES },
+    registers: this.registers,
+  });
+  readonly refusals = knownCounter({
+    name: 'switchboard_refusals_total',
+    help: 'Messages refused or runs stopped by access control and limits, by platform and reason (pairing, not_allowed, dm_disabled, channel_not_allowed, rate_limited, queue_full, budget)',
+    labels: { platform: PLATFORMS, reason: REFUSAL_REASONS },
+    registers: this.registers,
+  });
+  readonly scheduleFirings = knownCounter({
+    name: 'switchboard_schedule_firings_total',
+    help: 'Schedule firings by outcome: how their turn ended (completed, failed, cancelled, undeliverable) or why none ran (queue_full, paused, deleted, duplicate: a firing already queued)',
+    labels: { outcome: FIRING_OUTCOMES },
+    registers: this.registers,
+  });
+  readonly historySummaries = knownCounter({
+    name: 'switchboard_history_summaries_total',
+    help: 'Older history summarised before a turn (AGENT_HISTORY_TOKENS), by outcome: ok, failed (the turn went on with the older turns left out), skipped (no token budget left)',
+    labels: { outcome: SUMMARY_OUTCOMES },
+    registers: this.registers,
+  });
+  readonly deliveryErrors = knownCounter({
+    name: 'switchboard_delivery_errors_total',
+    help: 'Platform calls that failed, by operation',
+    labels: { platform: PLATFORMS, operation: OPERATIONS },
+    registers: this.registers,
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'switchboard_process_' });

@@ -24,7 +24,13 @@ redis.call('SADD', KEYS[3], ARGV[3])
 return redis.call('LLEN', KEYS[2])
 `,
   decode: (reply, unexpected): Enqueued =>
-    reply === -1 ? { kind: 'duplicate' } : reply === -2 ? { kind: 'full' } : typeof reply === 'number' && reply > 0 ? { kind: 'queued', length: reply } : unexpected(),
+    reply === -1
+      ? { kind: 'duplicate' }
+      : reply === -2
+        ? { kind: 'full' }
+        : typeof reply === 'number' && reply > 0
+          ? { kind: 'queued', length: reply }
+          : unexpected(),
 });
 
 /** How long a platform event id is remembered for de-duplication of redeliveries. */

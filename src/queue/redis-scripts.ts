@@ -46,16 +46,26 @@ export class ScriptReplyError extends Error {
 
 const declared = new Set<string>();
 
-export function defineScript<const K extends string, const A extends string, R, const L extends string = never>(spec: ScriptSpec<K, A, L, R>): Script<K, A, L, R> {
+export function defineScript<const K extends string, const A extends string, R, const L extends string = never>(
+  spec: ScriptSpec<K, A, L, R>,
+): Script<K, A, L, R> {
   if (declared.has(spec.name)) throw new Error(`Redis script ${spec.name} is declared twice`);
   declared.add(spec.name);
   return Object.freeze({ ...spec, lists: spec.lists ?? [] });
 }
 
-export async function runScript<K extends string, A extends string, L extends string, R>(redis: Redis, script: Script<K, A, L, R>, input: ScriptInput<K, A, L>): Promise<R> {
+export async function runScript<K extends string, A extends string, L extends string, R>(
+  redis: Redis,
+  script: Script<K, A, L, R>,
+  input: ScriptInput<K, A, L>,
+): Promise<R> {
   const command = definedOn(redis, script);
   const args = input.args as Readonly<Record<string, Arg | readonly Arg[]>>;
-  const argv: Arg[] = [...script.keys.map((k) => input.keys[k]), ...script.args.map((a) => args[a] as Arg), ...script.lists.flatMap((l) => args[l] as readonly Arg[])];
+  const argv: Arg[] = [
+    ...script.keys.map((k) => input.keys[k]),
+    ...script.args.map((a) => args[a] as Arg),
+    ...script.lists.flatMap((l) => args[l] as readonly Arg[]),
+  ];
   const reply = await command.apply(redis, argv);
   return script.decode(reply, () => {
     throw new ScriptReplyError(script.name, reply);

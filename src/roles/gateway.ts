@@ -41,12 +41,7 @@ export interface GatewayRole extends Role {
  * The gateway role: the HTTP server (health, webhooks) and the inbound half of every enabled
  * channel, each handing normalised messages to the intake.
  */
-export async function startGatewayRole(
-  config: Config,
-  redisUrl: string,
-  log: Logger,
-  options: { metrics?: Metrics } = {},
-): Promise<GatewayRole> {
+export async function startGatewayRole(config: Config, redisUrl: string, log: Logger, options: { metrics?: Metrics } = {}): Promise<GatewayRole> {
   const metrics = options.metrics ?? new Metrics();
   const redis = connectRedis(redisUrl, 'switchboard-gateway', log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
@@ -76,7 +71,14 @@ export async function startGatewayRole(
   const app = createHttpApp(config.http.trustProxy);
   const drainSwitch = mountDrainSwitch(app);
   const channels: InboundChannel[] = [];
-  mountHealth(app, { redis, prefix: config.queue.prefix, channels: () => channels, draining: () => drainSwitch.draining, toolServerProblems: () => toolServerProblems(redis, config.queue.prefix), adminToken: config.adminToken });
+  mountHealth(app, {
+    redis,
+    prefix: config.queue.prefix,
+    channels: () => channels,
+    draining: () => drainSwitch.draining,
+    toolServerProblems: () => toolServerProblems(redis, config.queue.prefix),
+    adminToken: config.adminToken,
+  });
   mountAdmin(app, {
     token: config.adminToken,
     readonly: config.admin.readonly,
@@ -95,7 +97,17 @@ export async function startGatewayRole(
   for (const entry of CHANNELS) {
     if (!entry.enabled(config)) continue;
     const module = await entry.load();
-    channels.push(module.inbound({ config, intake, app, redis, prefix: config.queue.prefix, approvals: gatedApprovals(gate, approvals), log: log.child({ channel: module.name }) }));
+    channels.push(
+      module.inbound({
+        config,
+        intake,
+        app,
+        redis,
+        prefix: config.queue.prefix,
+        approvals: gatedApprovals(gate, approvals),
+        log: log.child({ channel: module.name }),
+      }),
+    );
   }
   mountErrorHandler(app, log);
   const server = await new Promise<Server>((resolve, reject) => {
@@ -110,7 +122,9 @@ export async function startGatewayRole(
     if (!drained) {
       log.info('draining: refusing new webhook events, stopping the channels');
       drainSwitch.drain();
-      drained = Promise.all(channels.map((c) => c.stop().catch((err: unknown) => log.error({ err, channel: c.name }, 'channel stop failed')))).then(() => undefined);
+      drained = Promise.all(channels.map((c) => c.stop().catch((err: unknown) => log.error({ err, channel: c.name }, 'channel stop failed')))).then(
+        () => undefined,
+      );
     }
     return drained;
   };

@@ -157,7 +157,8 @@ async function startToolServers(config: Config, redis: Redis, log: Logger): Prom
     mediaMaxBytes: config.attachmentMaxBytes,
   });
   const workerId = `${hostname()}:${process.pid}`;
-  const report = () => reportToolServers(redis, config.queue.prefix, workerId, registry.status()).catch((err: unknown) => log.warn({ err }, 'could not report the MCP servers'));
+  const report = () =>
+    reportToolServers(redis, config.queue.prefix, workerId, registry.status()).catch((err: unknown) => log.warn({ err }, 'could not report the MCP servers'));
   await report();
   const timer = setInterval(() => void report(), REPORT_EVERY_MS);
   timer.unref();

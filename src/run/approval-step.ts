@@ -15,13 +15,26 @@ type Open = Extract<JournalEntry, { t: 'approval_open' }>;
  * from the journal. On a platform that cannot show buttons the call is denied at once, and the
  * caller runs the turn on.
  */
-export async function requestApproval(ctx: RunContext, journal: TurnJournal, out: OutboundAdapter, to: InboundMessage, request: ApprovalRequest): Promise<void> {
+export async function requestApproval(
+  ctx: RunContext,
+  journal: TurnJournal,
+  out: OutboundAdapter,
+  to: InboundMessage,
+  request: ApprovalRequest,
+): Promise<void> {
   const { deps, log } = ctx;
   await journal.writeBuffer();
   const binding = bindingOf(request);
   const record = await deps.tools.approvals.open({
-    session: ctx.session, jobId: ctx.jobId, ...binding, args: request.args, platform: to.platform, conversation: to.conversation,
-    requester: to.sender.id, requesterName: to.sender.name ?? to.sender.id, expiresAt: Date.now() + deps.tools.approvalTimeoutMs,
+    session: ctx.session,
+    jobId: ctx.jobId,
+    ...binding,
+    args: request.args,
+    platform: to.platform,
+    conversation: to.conversation,
+    requester: to.sender.id,
+    requesterName: to.sender.name ?? to.sender.id,
+    expiresAt: Date.now() + deps.tools.approvalTimeoutMs,
   });
   const open: Open = { t: 'approval_open', ...binding, id: record.id, expiresAt: record.expiresAt };
   await journal.write([open]);
@@ -61,7 +74,9 @@ export async function resolveApprovals(ctx: RunContext, journal: TurnJournal, ou
     await ctx.job.log(`approval ${open.id}: ${status} by ${by} at ${new Date(at).toISOString()}`);
     const cardId = journal.approvalCardOf(open);
     if (cardId !== undefined && record && out.approvalDecided) {
-      await out.approvalDecided(to, cardId, cardOf(record), { decision: status, by, at }).catch((err: unknown) => ctx.log.warn({ err }, 'could not show the decision on the approval card'));
+      await out
+        .approvalDecided(to, cardId, cardOf(record), { decision: status, by, at })
+        .catch((err: unknown) => ctx.log.warn({ err }, 'could not show the decision on the approval card'));
     }
   }
   return cancelled ? 'cancelled' : 'ready';

@@ -25,7 +25,12 @@ export interface RunDeps {
   keys: SessionKeys;
   foldMax: number;
   /** schedule_task and friends, and what a scheduled turn's end does to its schedule; absent: no schedules. */
-  schedules?: { book: ScheduleBook; defaultTz: string | undefined; approvers: readonly string[]; /** the tools are offered (SCHEDULES_PER_USER > 0) */ offered: boolean };
+  schedules?: {
+    book: ScheduleBook;
+    defaultTz: string | undefined;
+    approvers: readonly string[] /** the tools are offered (SCHEDULES_PER_USER > 0) */;
+    offered: boolean;
+  };
   active: ActiveRuns;
   log: Logger;
   metrics?: Metrics;

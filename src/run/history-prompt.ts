@@ -27,7 +27,13 @@ const SUMMARY_INPUT_TOKENS = 12_000;
  * stored beside the raw turns, which stay). A summary that fails, or a person with no tokens
  * left today, never blocks the turn: it goes on with the newest turns that fit, as without summaries.
  */
-export async function historyForTurn(ctx: RunContext, stored: StoredHistory, budgetTokens: number, signal: AbortSignal, allowance?: TokenAllowance): Promise<PromptHistory> {
+export async function historyForTurn(
+  ctx: RunContext,
+  stored: StoredHistory,
+  budgetTokens: number,
+  signal: AbortSignal,
+  allowance?: TokenAllowance,
+): Promise<PromptHistory> {
   const turns = stored.entries.map((s) => JSON.parse(s) as ChatMessage[]);
   const count = stored.count === null ? turns.length : Number(stored.count);
   const firstNumber = count - turns.length + 1;

@@ -25,7 +25,9 @@ function eventLine(event: AgentEvent): string | null {
     case 'model_retry':
       return `model retry ${event.attempt} in ${event.delayMs} ms: ${clip(event.error, LINE_CHARS)}`;
     case 'nudge':
-      return event.reason === 'repeat' ? `step ${event.step}: repeated response; nudged the model to change strategy` : `step ${event.step}: empty answer; nudged the model to answer`;
+      return event.reason === 'repeat'
+        ? `step ${event.step}: repeated response; nudged the model to change strategy`
+        : `step ${event.step}: empty answer; nudged the model to answer`;
     case 'final':
       return `final answer: ${clip(event.text, LINE_CHARS)}`;
     case 'end': {

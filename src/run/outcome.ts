@@ -11,15 +11,34 @@ const NO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
 /** A job that did not run a turn: another run holds the session, or nothing waits in it. */
 export function skippedResult(ctx: RunContext, reason: 'session_busy' | 'inbox_empty'): RunResult {
-  return { runId: ctx.runId, session: ctx.session, state: 'skipped', reason, messageIds: [], steps: 0, modelCalls: 0, toolCalls: 0, usage: NO_USAGE, delivered: [], ms: Date.now() - ctx.started };
+  return {
+    runId: ctx.runId,
+    session: ctx.session,
+    state: 'skipped',
+    reason,
+    messageIds: [],
+    steps: 0,
+    modelCalls: 0,
+    toolCalls: 0,
+    usage: NO_USAGE,
+    delivered: [],
+    ms: Date.now() - ctx.started,
+  };
 }
 
 /** The run's result from the loop's outcome and, once delivered, the delivery's report. */
 export function resultOf(ctx: RunContext, outcome: RunOutcome, messageIds: string[], report?: DeliveryReport): RunResult {
   return {
-    runId: ctx.runId, session: ctx.session, state: outcome.state, messageIds,
-    steps: outcome.steps, modelCalls: outcome.modelCalls, toolCalls: outcome.toolCalls, usage: outcome.usage,
-    delivered: report?.posted ?? [], ms: Date.now() - ctx.started,
+    runId: ctx.runId,
+    session: ctx.session,
+    state: outcome.state,
+    messageIds,
+    steps: outcome.steps,
+    modelCalls: outcome.modelCalls,
+    toolCalls: outcome.toolCalls,
+    usage: outcome.usage,
+    delivered: report?.posted ?? [],
+    ms: Date.now() - ctx.started,
     ...(outcome.reason && { reason: outcome.reason }),
     ...(outcome.detail && { detail: outcome.detail }),
     ...(report?.undeliverable !== undefined && { undeliverable: report.undeliverable }),
@@ -41,7 +60,15 @@ export function recordOf(
 ): RunRecord {
   const { ms: _ms, messageIds: _ids, state: _state, ...rest } = result;
   return {
-    ...rest, v: 1, jobId: ctx.jobId, startedAt: ctx.started, endedAt: ctx.started + result.ms, state: outcome.state,
-    messages: seen.messages, transcript: recordTranscript(outcome.transcript), timeline: seen.timeline, journal: seen.journal,
+    ...rest,
+    v: 1,
+    jobId: ctx.jobId,
+    startedAt: ctx.started,
+    endedAt: ctx.started + result.ms,
+    state: outcome.state,
+    messages: seen.messages,
+    transcript: recordTranscript(outcome.transcript),
+    timeline: seen.timeline,
+    journal: seen.journal,
   };
 }

@@ -61,7 +61,13 @@ function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: strin
   const jobId = job.id;
   const runId = `${jobId}.${job.attemptsStarted}`;
   return {
-    deps, job, jobId, token, session, runId, started: Date.now(),
+    deps,
+    job,
+    jobId,
+    token,
+    session,
+    runId,
+    started: Date.now(),
     store: new SessionStore(deps.redis, deps.keys, session, { jobId, token }),
     log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
     ...(signal && { signal }),
@@ -95,7 +101,10 @@ async function claim(ctx: RunContext): Promise<Claimed> {
 }
 
 /** Picks the turn and reads what it needs: its journal, the session's history, the job's display data. */
-async function begin(ctx: RunContext, claimed: Extract<Claimed, { kind: 'claimed' }>): Promise<{ turn: Turn; journal: TurnJournal; history: Promise<StoredHistory> }> {
+async function begin(
+  ctx: RunContext,
+  claimed: Extract<Claimed, { kind: 'claimed' }>,
+): Promise<{ turn: Turn; journal: TurnJournal; history: Promise<StoredHistory> }> {
   const { deps, job, runId } = ctx;
   const journal = new TurnJournal(ctx.store, parseJournal(claimed.journal));
   const turn = await takeTurn(ctx, claimed.messages, journal);
@@ -113,11 +122,23 @@ async function begin(ctx: RunContext, claimed: Extract<Claimed, { kind: 'claimed
 }
 
 /** Commits the turn, its history entry, the session's last run and the reply to deliver, in one fenced script. */
-async function commit(ctx: RunContext, turn: Turn, journal: TurnJournal, done: TurnResult, to: InboundMessage): Promise<{ record: OutboxRecord; outbox: string; left: number }> {
+async function commit(
+  ctx: RunContext,
+  turn: Turn,
+  journal: TurnJournal,
+  done: TurnResult,
+  to: InboundMessage,
+): Promise<{ record: OutboxRecord; outbox: string; left: number }> {
   const text = replyText(ctx.deps, done.outcome, journal);
   const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
   const record: OutboxRecord = {
-    v: 1, runId: ctx.runId, session: ctx.session, to, state: done.outcome.state, text, messageIds: turn.taken.map((c) => c.message.id),
+    v: 1,
+    runId: ctx.runId,
+    session: ctx.session,
+    to,
+    state: done.outcome.state,
+    text,
+    messageIds: turn.taken.map((c) => c.message.id),
     ...(done.outcome.reason && { reason: done.outcome.reason }),
     // A turn given up without running (crashed) still takes down the status message its runs left.
     ...(statusMessageId !== undefined && { statusMessageId }),
@@ -146,7 +167,10 @@ async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: Tur
     return taken[0]!.claims > MAX_CLAIMS ? { kind: 'crashed', taken } : { kind: 'agent', taken };
   }
   // Nothing but a manual edit of Redis gets here: the journal is not about the waiting messages.
-  ctx.log.error({ journalIds: begun.ids, head: claimed.map((c) => c.message.id) }, 'the journal names messages that are not at the inbox head; starting the turn afresh');
+  ctx.log.error(
+    { journalIds: begun.ids, head: claimed.map((c) => c.message.id) },
+    'the journal names messages that are not at the inbox head; starting the turn afresh',
+  );
   await journal.discard();
   return selectTurn(claimed);
 }
@@ -179,7 +203,10 @@ async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, h
 function replyText(deps: RunDeps, outcome: RunOutcome, journal: TurnJournal): string {
   if (outcome.state === 'completed') return outcome.answer!;
   return honestLine(outcome.reason, {
-    maxSteps: deps.agent.limits.maxSteps, runTimeoutMs: deps.agent.runTimeoutMs, done: doneSoFar(journal.recorded), now: Date.now(),
+    maxSteps: deps.agent.limits.maxSteps,
+    runTimeoutMs: deps.agent.runTimeoutMs,
+    done: doneSoFar(journal.recorded),
+    now: Date.now(),
     ...(deps.agent.tokenBudget && { dailyTokens: deps.agent.tokenBudget.limit }),
   });
 }
@@ -226,15 +253,44 @@ function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'rese
 }
 
 /** Logs, counts and records the run; fails the job unless the run completed. */
-async function finish(ctx: RunContext, done: TurnResult, turn: Turn, record: OutboxRecord, report: DeliveryReport, journal: TurnJournal['entries']): Promise<RunResult> {
+async function finish(
+  ctx: RunContext,
+  done: TurnResult,
+  turn: Turn,
+  record: OutboxRecord,
+  report: DeliveryReport,
+  journal: TurnJournal['entries'],
+): Promise<RunResult> {
   const { outcome } = done;
   const { deps, job, runId, log } = ctx;
   const result = resultOf(ctx, outcome, record.messageIds, report);
-  log.info({ state: result.state, reason: result.reason, steps: result.steps, toolCalls: result.toolCalls, tokens: result.usage.totalTokens, ms: result.ms, undeliverable: report.undeliverable }, 'run ended');
+  log.info(
+    {
+      state: result.state,
+      reason: result.reason,
+      steps: result.steps,
+      toolCalls: result.toolCalls,
+      tokens: result.usage.totalTokens,
+      ms: result.ms,
+      undeliverable: report.undeliverable,
+    },
+    'run ended',
+  );
   deps.metrics?.onRunEnded(outcome, result.ms / 1000);
   const scheduled = turn.taken.find((c) => c.message.scheduled)?.message;
   if (scheduled && deps.schedules) {
-    await recordScheduledRun(deps.schedules.book, scheduled, { state: outcome.state, ...(outcome.reason && { reason: outcome.reason }), ...(result.undeliverable !== undefined && { undeliverable: result.undeliverable }) }, deps.delivery.outbound(scheduled.platform), log, deps.metrics);
+    await recordScheduledRun(
+      deps.schedules.book,
+      scheduled,
+      {
+        state: outcome.state,
+        ...(outcome.reason && { reason: outcome.reason }),
+        ...(result.undeliverable !== undefined && { undeliverable: result.undeliverable }),
+      },
+      deps.delivery.outbound(scheduled.platform),
+      log,
+      deps.metrics,
+    );
   }
   await done.jobLogs;
   await Promise.all([

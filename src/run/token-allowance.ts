@@ -38,7 +38,10 @@ export function allowanceFor(ctx: RunContext, requester: InboundMessage): TokenA
       const spent = result.spent;
       ctx.log.info({ ...who, reason: 'budget', spent, estimate, limit: budget.limit }, 'model call refused: daily token budget used up');
       ctx.deps.metrics?.refusals.inc({ platform: user.platform, reason: 'budget' });
-      return { ok: false, detail: `${spent} of ${budget.limit} tokens used today (UTC) by ${user.platform}:${user.id}; the next model call is estimated at ${estimate}` };
+      return {
+        ok: false,
+        detail: `${spent} of ${budget.limit} tokens used today (UTC) by ${user.platform}:${user.id}; the next model call is estimated at ${estimate}`,
+      };
     },
     async settle(reservation, tokens) {
       const held = open.get(reservation);

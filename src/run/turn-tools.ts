@@ -14,7 +14,14 @@ import { createSendFileTool } from './delivery/send-file.js';
 export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAdapter, to: InboundMessage): Tool[] {
   const { tools, schedules } = ctx.deps;
   const sendFile = createSendFileTool(workspace, out, to);
-  const scheduling = schedules?.offered ? createScheduleTools(schedules.book, { from: to, defaultTz: schedules.defaultTz, approvers: schedules.approvers }) : [];
-  const offered = [...buildTools(workspace, tools.exec ? { exec: tools.exec } : {}), ...(sendFile ? [sendFile] : []), ...scheduling, ...(tools.extraTools?.(workspace, to.platform) ?? [])];
+  const scheduling = schedules?.offered
+    ? createScheduleTools(schedules.book, { from: to, defaultTz: schedules.defaultTz, approvers: schedules.approvers })
+    : [];
+  const offered = [
+    ...buildTools(workspace, tools.exec ? { exec: tools.exec } : {}),
+    ...(sendFile ? [sendFile] : []),
+    ...scheduling,
+    ...(tools.extraTools?.(workspace, to.platform) ?? []),
+  ];
   return offered.filter((t) => tools.policy.offered(to.platform, t.name));
 }

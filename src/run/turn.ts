@@ -39,7 +39,13 @@ const NO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
  * message taken over and its attachments not fetched again. Throws a RunSuspended when the run
  * must stop without an outcome (shutdown, or it lost its turn).
  */
-export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJournal, storedHistory: Promise<StoredHistory>, out: OutboundAdapter): Promise<TurnResult> {
+export async function executeTurn(
+  ctx: RunContext,
+  turn: Turn,
+  journal: TurnJournal,
+  storedHistory: Promise<StoredHistory>,
+  out: OutboundAdapter,
+): Promise<TurnResult> {
   const { deps, session, jobId, log } = ctx;
   if (turn.kind !== 'agent') return controlTurn(turn);
   const timeline: TimelineEntry[] = [];
@@ -52,7 +58,10 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
   if (left <= 0) controls.controller.abort('run_timeout');
   const deadline = setTimeout(() => controls.controller.abort('run_timeout'), Math.max(0, left));
   const to = turn.taken[turn.taken.length - 1]!.message;
-  const progress = new ProgressReporter(out, to, log, Date.now, { ...(journal.statusMessageId !== undefined && { id: journal.statusMessageId }), record: (id) => journal.write([{ t: 'status', messageId: id }]) });
+  const progress = new ProgressReporter(out, to, log, Date.now, {
+    ...(journal.statusMessageId !== undefined && { id: journal.statusMessageId }),
+    record: (id) => journal.write([{ t: 'status', messageId: id }]),
+  });
   const stream = answerStream(ctx, out, to, journal);
   try {
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
@@ -109,7 +118,9 @@ function controlTurn(turn: Turn): TurnResult {
 /** Journals the turn's start (or this run's resume of it); returns when the turn first started, which its deadline counts from. */
 function noteStart(ctx: RunContext, journal: TurnJournal, turn: Turn): number {
   const begun = journal.turn;
-  journal.record(begun ? { t: 'resume', runId: ctx.runId, at: ctx.started } : { t: 'turn', runId: ctx.runId, ids: turn.taken.map((c) => c.message.id), at: ctx.started });
+  journal.record(
+    begun ? { t: 'resume', runId: ctx.runId, at: ctx.started } : { t: 'turn', runId: ctx.runId, ids: turn.taken.map((c) => c.message.id), at: ctx.started },
+  );
   if (begun) {
     ctx.log.warn({ turnStartedBy: begun.runId, steps: journal.recorded.length }, 'resuming a turn from its journal');
     ctx.deps.metrics?.resumes.inc();

@@ -17,11 +17,7 @@ export interface RunWorker {
  * A worker process's share of the queue: the BullMQ worker running agent runs, the listener
  * that aborts a run on /stop or on the loss of its job lock, and the periodic reconciler.
  */
-export async function startRunWorker(
-  redisUrl: string,
-  config: QueueConfig,
-  deps: Omit<RunDeps, 'active'>,
-): Promise<RunWorker> {
+export async function startRunWorker(redisUrl: string, config: QueueConfig, deps: Omit<RunDeps, 'active'>): Promise<RunWorker> {
   const active = new ActiveRuns();
   const log = deps.log;
   const worker = new Worker<RunJobData, RunResult>(config.name, createProcessor({ ...deps, active }), {

@@ -14,6 +14,9 @@ export function scheduleLine(s: ScheduleView): string {
 }
 
 export function scheduleList(schedules: ScheduleView[]): string {
-  if (schedules.length === 0) return 'No schedules in this conversation. Ask me to do something at a time or regularly ("every weekday at 9:00 …") to make one.';
-  return [`Schedules in this conversation (${schedules.length}):`, ...schedules.map((s) => `- ${scheduleLine(s)}`), 'Remove one with /unschedule <id>.'].join('\n');
+  if (schedules.length === 0)
+    return 'No schedules in this conversation. Ask me to do something at a time or regularly ("every weekday at 9:00 …") to make one.';
+  return [`Schedules in this conversation (${schedules.length}):`, ...schedules.map((s) => `- ${scheduleLine(s)}`), 'Remove one with /unschedule <id>.'].join(
+    '\n',
+  );
 }

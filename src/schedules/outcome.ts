@@ -20,7 +20,14 @@ export function pausedNotice(name: string, id: string): string {
  * whose last firings all failed, telling its conversation once. Never throws: the run has ended
  * and been delivered; a failure here is logged.
  */
-export async function recordScheduledRun(book: ScheduleBook, message: InboundMessage, end: ScheduledRunEnd, out: OutboundAdapter, log: Logger, metrics?: Metrics): Promise<void> {
+export async function recordScheduledRun(
+  book: ScheduleBook,
+  message: InboundMessage,
+  end: ScheduledRunEnd,
+  out: OutboundAdapter,
+  log: Logger,
+  metrics?: Metrics,
+): Promise<void> {
   const mark = message.scheduled;
   if (!mark) return;
   const outcome = end.undeliverable !== undefined ? 'undeliverable' : end.state;

@@ -103,11 +103,24 @@ export class ScheduleBook {
     const origin = originOf(from);
     const name = (request.name?.trim() || prompt).replace(/\s+/g, ' ').slice(0, NAME_MAX);
     const created = await this.store.create(
-      { v: 1, name, session: sessionKeyOf(from), owner: `${from.platform}:${from.sender.id}`, prompt, when: request.when.trim(), spec: parsed.spec, origin, createdAt: now },
+      {
+        v: 1,
+        name,
+        session: sessionKeyOf(from),
+        owner: `${from.platform}:${from.sender.id}`,
+        prompt,
+        when: request.when.trim(),
+        spec: parsed.spec,
+        origin,
+        createdAt: now,
+      },
       this.options.perUser,
     );
     if (created.kind === 'limit') {
-      return { ok: false, error: `This person already has ${created.count} schedules, the most allowed (SCHEDULES_PER_USER=${this.options.perUser}): cancel one first (/schedules lists them, /unschedule <id> removes one).` };
+      return {
+        ok: false,
+        error: `This person already has ${created.count} schedules, the most allowed (SCHEDULES_PER_USER=${this.options.perUser}): cancel one first (/schedules lists them, /unschedule <id> removes one).`,
+      };
     }
     const { schedule } = created;
     try {
@@ -129,7 +142,9 @@ export class ScheduleBook {
   async ofSession(session: string): Promise<ScheduleView[]> {
     // A conversation has a few schedules: each job scheduler is looked up by its id.
     const schedules = await this.store.ofSession(session);
-    const next = new Map(await Promise.all(schedules.filter(isActive).map(async (s) => [s.id, (await this.queue.getJobScheduler(s.id))?.next ?? undefined] as const)));
+    const next = new Map(
+      await Promise.all(schedules.filter(isActive).map(async (s) => [s.id, (await this.queue.getJobScheduler(s.id))?.next ?? undefined] as const)),
+    );
     return schedules.map((s) => withNext(s, isActive(s) ? next.get(s.id) : undefined));
   }
 

@@ -190,13 +190,14 @@ export class ScheduleStore {
 
   /** Forgets a schedule and its index entries; false when there was none. */
   async remove(schedule: Pick<ScheduleDefinition, 'id' | 'session' | 'owner'>): Promise<boolean> {
-    const [[, deleted] = []] = (await this.redis
-      .multi()
-      .del(this.key(schedule.id))
-      .srem(this.allKey, schedule.id)
-      .srem(this.sessionKey(schedule.session), schedule.id)
-      .srem(this.ownerKey(schedule.owner), schedule.id)
-      .exec()) ?? [];
+    const [[, deleted] = []] =
+      (await this.redis
+        .multi()
+        .del(this.key(schedule.id))
+        .srem(this.allKey, schedule.id)
+        .srem(this.sessionKey(schedule.session), schedule.id)
+        .srem(this.ownerKey(schedule.owner), schedule.id)
+        .exec()) ?? [];
     return deleted === 1;
   }
 

@@ -16,9 +16,18 @@ export interface ScheduleToolContext {
 }
 
 const scheduleSchema = z.object({
-  when: z.string().min(1).describe('A cron expression for a recurring task (minute hour day-of-month month day-of-week, e.g. "0 9 * * 1-5" = weekdays at 9:00) or an ISO 8601 date-time for a one-off (e.g. "2026-12-24T09:00")'),
+  when: z
+    .string()
+    .min(1)
+    .describe(
+      'A cron expression for a recurring task (minute hour day-of-month month day-of-week, e.g. "0 9 * * 1-5" = weekdays at 9:00) or an ISO 8601 date-time for a one-off (e.g. "2026-12-24T09:00")',
+    ),
   timezone: z.string().optional().describe('The IANA timezone the person means, e.g. "Europe/Berlin". Ask them when you do not know it'),
-  prompt: z.string().min(1).max(4_000).describe('What to do at each firing, written as a request to you (it is given to you then as a new message in this conversation)'),
+  prompt: z
+    .string()
+    .min(1)
+    .max(4_000)
+    .describe('What to do at each firing, written as a request to you (it is given to you then as a new message in this conversation)'),
   name: z.string().max(80).optional().describe('A short name for the list, e.g. "weekday notes summary"'),
 });
 const cancelSchema = z.object({ id: z.string().min(1).max(32).describe('The schedule id, as list_schedules shows it') });
@@ -33,11 +42,15 @@ export function createScheduleTools(book: ScheduleBook, ctx: ScheduleToolContext
     description: `Schedule a task in this conversation, once or repeatedly: at each firing the prompt is given to you as a new request here and your answer is posted here. At most ${book.perUser} schedules per person.${defaultNote}`,
     schema: scheduleSchema,
     async execute(args) {
-      if (ctx.from.scheduled) throw new ToolError('A scheduled run cannot create schedules; tell the person in the answer if a new schedule is needed, so they can ask for it.');
+      if (ctx.from.scheduled)
+        throw new ToolError('A scheduled run cannot create schedules; tell the person in the answer if a new schedule is needed, so they can ask for it.');
       const created = await book.create(ctx.from, { when: args.when, timezone: args.timezone ?? ctx.defaultTz, prompt: args.prompt, name: args.name });
       if (!created.ok) throw new ToolError(created.error);
       const s = created.schedule;
-      const upcoming = s.spec.kind === 'cron' ? nextFirings(s.spec.pattern, s.spec.tz, Date.now(), 3).map((t) => describeTime(t, s.spec.tz)) : [describeTime(s.spec.at, s.spec.tz)];
+      const upcoming =
+        s.spec.kind === 'cron'
+          ? nextFirings(s.spec.pattern, s.spec.tz, Date.now(), 3).map((t) => describeTime(t, s.spec.tz))
+          : [describeTime(s.spec.at, s.spec.tz)];
       return `Scheduled ${s.id} "${s.name}" (${s.spec.kind === 'once' ? 'once' : `cron "${s.spec.pattern}"`}, ${s.spec.tz}). Next firing${upcoming.length > 1 ? 's' : ''}: ${upcoming.join('; ')}. It answers in this conversation; /unschedule ${s.id} removes it.`;
     },
   };

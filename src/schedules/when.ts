@@ -10,9 +10,11 @@ import { isTimezone } from '../lib/time.js';
  */
 export type ScheduleSpec =
   | { kind: 'cron'; pattern: string; tz: string }
-  | { kind: 'once'; pattern: string; tz: string; /** ms since the epoch, whole seconds */ at: number };
+  | { kind: 'once'; pattern: string; tz: string /** ms since the epoch, whole seconds */; at: number };
 
-export type WhenResult = { ok: true; spec: ScheduleSpec; /** the next firings, ms since the epoch (one for a one-off) */ next: number[] } | { ok: false; error: string };
+export type WhenResult =
+  | { ok: true; spec: ScheduleSpec /** the next firings, ms since the epoch (one for a one-off) */; next: number[] }
+  | { ok: false; error: string };
 
 export interface WhenOptions {
   now: number;
@@ -28,7 +30,10 @@ const SAMPLED = 6;
 export function parseWhen(when: string, tz: string | undefined, options: WhenOptions): WhenResult {
   const text = when.trim();
   if (tz === undefined || tz.trim() === '') {
-    return { ok: false, error: 'A timezone is needed (an IANA name such as Europe/Berlin or America/New_York): ask the person which timezone they mean, then call again with it.' };
+    return {
+      ok: false,
+      error: 'A timezone is needed (an IANA name such as Europe/Berlin or America/New_York): ask the person which timezone they mean, then call again with it.',
+    };
   }
   const zone = tz.trim();
   if (!isTimezone(zone)) return { ok: false, error: `"${zone}" is not an IANA timezone name (for example Europe/Berlin, America/New_York, Asia/Tokyo, UTC).` };
@@ -37,9 +42,13 @@ export function parseWhen(when: string, tz: string | undefined, options: WhenOpt
 
 function once(text: string, tz: string, options: WhenOptions): WhenResult {
   const parsed = DateTime.fromISO(text, { zone: tz });
-  if (!parsed.isValid) return { ok: false, error: `"${text}" is not an ISO 8601 date-time (${parsed.invalidExplanation ?? parsed.invalidReason}); for example 2026-12-24T09:00.` };
+  if (!parsed.isValid)
+    return { ok: false, error: `"${text}" is not an ISO 8601 date-time (${parsed.invalidExplanation ?? parsed.invalidReason}); for example 2026-12-24T09:00.` };
   // Whole seconds: the pattern has no milliseconds.
-  const local = parsed.setZone(tz).startOf('second').plus({ seconds: parsed.millisecond > 0 ? 1 : 0 });
+  const local = parsed
+    .setZone(tz)
+    .startOf('second')
+    .plus({ seconds: parsed.millisecond > 0 ? 1 : 0 });
   const at = local.toMillis();
   if (at <= options.now) return { ok: false, error: `${describeTime(at, tz)} has already passed (it is now ${describeTime(options.now, tz)}).` };
   const pattern = `${local.second} ${local.minute} ${local.hour} ${local.day} ${local.month} *`;
@@ -49,7 +58,10 @@ function once(text: string, tz: string, options: WhenOptions): WhenResult {
 function cron(text: string, tz: string, options: WhenOptions): WhenResult {
   const fields = text.split(/\s+/).length;
   if (fields < 5 || fields > 6) {
-    return { ok: false, error: `"${text}" is neither a cron expression (5 fields: minute hour day month weekday, or 6 with seconds first) nor an ISO 8601 date-time.` };
+    return {
+      ok: false,
+      error: `"${text}" is neither a cron expression (5 fields: minute hour day month weekday, or 6 with seconds first) nor an ISO 8601 date-time.`,
+    };
   }
   let next: number[];
   try {
@@ -61,7 +73,10 @@ function cron(text: string, tz: string, options: WhenOptions): WhenResult {
   const gaps = next.slice(1).map((t, i) => t - next[i]!);
   const shortest = Math.min(...gaps);
   if (gaps.length > 0 && shortest < options.minIntervalMs) {
-    return { ok: false, error: `"${text}" fires every ${Math.round(shortest / 1000)} s; schedules may fire at most every ${Math.round(options.minIntervalMs / 1000)} s.` };
+    return {
+      ok: false,
+      error: `"${text}" fires every ${Math.round(shortest / 1000)} s; schedules may fire at most every ${Math.round(options.minIntervalMs / 1000)} s.`,
+    };
   }
   return { ok: true, spec: { kind: 'cron', pattern: text, tz }, next };
 }

@@ -59,7 +59,13 @@ export class SessionControl {
 }
 
 export function formatStatus(s: SessionStatus, now = Date.now()): string {
-  const parts = [s.waitingFor ? `A run is waiting for approval of ${s.waitingFor.tool} (until ${new Date(s.waitingFor.expiresAt).toISOString().slice(11, 16)} UTC).` : s.running ? 'A run is working on this conversation.' : 'No run is active.'];
+  const parts = [
+    s.waitingFor
+      ? `A run is waiting for approval of ${s.waitingFor.tool} (until ${new Date(s.waitingFor.expiresAt).toISOString().slice(11, 16)} UTC).`
+      : s.running
+        ? 'A run is working on this conversation.'
+        : 'No run is active.',
+  ];
   if (s.running) parts.push(`${s.queued} message(s) in its queue, counting the ones being answered.`);
   else if (s.queued > 0) parts.push(`${s.queued} message(s) waiting for a worker.`);
   if (s.last) {

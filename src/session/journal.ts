@@ -92,7 +92,9 @@ export class TurnJournal implements StepJournal {
   }
 
   approvalCardOf(call: { step: number; callId: string }): string | undefined {
-    return this.entries.find((e): e is Extract<JournalEntry, { t: 'approval_card' }> => e.t === 'approval_card' && e.step === call.step && e.callId === call.callId)?.messageId;
+    return this.entries.find(
+      (e): e is Extract<JournalEntry, { t: 'approval_card' }> => e.t === 'approval_card' && e.step === call.step && e.callId === call.callId,
+    )?.messageId;
   }
 
   record(entry: JournalEntry): void {

@@ -11,7 +11,10 @@ export type { Claim } from './scripts.js';
 export class FencedError extends RunSuspended {
   override readonly name = 'FencedError';
   constructor(what: string, code: number) {
-    super('fenced', `${what} refused: ${code === FENCE.lockLost ? 'the job lock was lost' : code === FENCE.notOwner ? 'another run took the session over' : 'the inbox head changed'}`);
+    super(
+      'fenced',
+      `${what} refused: ${code === FENCE.lockLost ? 'the job lock was lost' : code === FENCE.notOwner ? 'another run took the session over' : 'the inbox head changed'}`,
+    );
   }
 }
 
@@ -39,19 +42,33 @@ export class SessionStore {
   async claim(foldMax: number): Promise<Claim> {
     const k = this.keys;
     const s = this.session;
-    return this.fenced('claim', await runScript(this.redis, CLAIM, {
-      keys: { lock: this.lock, owner: k.owner(s), inbox: k.inbox(s), claims: k.claims(s), outbox: k.outbox(s), journal: k.journal(s), unreadable: k.unreadable },
-      args: { ...this.fence, jobKeyBase: k.jobBase, foldMax },
-    }));
+    return this.fenced(
+      'claim',
+      await runScript(this.redis, CLAIM, {
+        keys: {
+          lock: this.lock,
+          owner: k.owner(s),
+          inbox: k.inbox(s),
+          claims: k.claims(s),
+          outbox: k.outbox(s),
+          journal: k.journal(s),
+          unreadable: k.unreadable,
+        },
+        args: { ...this.fence, jobKeyBase: k.jobBase, foldMax },
+      }),
+    );
   }
 
   /** Appends entries (JSON) to the session's journal; `fresh` drops what it held first. */
   async journal(entries: readonly string[], fresh = false): Promise<void> {
     if (entries.length === 0 && !fresh) return;
-    this.fenced('journal write', await runScript(this.redis, JOURNAL, {
-      keys: { lock: this.lock, owner: this.keys.owner(this.session), journal: this.keys.journal(this.session) },
-      args: { ...this.fence, fresh: fresh ? '1' : '0', entries },
-    }));
+    this.fenced(
+      'journal write',
+      await runScript(this.redis, JOURNAL, {
+        keys: { lock: this.lock, owner: this.keys.owner(this.session), journal: this.keys.journal(this.session) },
+        args: { ...this.fence, fresh: fresh ? '1' : '0', entries },
+      }),
+    );
   }
 
   /**
@@ -66,16 +83,37 @@ export class SessionStore {
   async commit(c: TurnCommit): Promise<number> {
     const k = this.keys;
     const s = this.session;
-    const done = this.fenced('commit', await runScript(this.redis, COMMIT, {
-      keys: {
-        lock: this.lock, owner: k.owner(s), inbox: k.inbox(s), history: k.history(s), last: k.last(s), outbox: k.outbox(s), claims: k.claims(s),
-        pending: k.pending, journal: k.journal(s), historyCount: k.historyCount(s), historySummary: k.historySummary(s), taken: k.taken(s),
-      },
-      args: {
-        ...this.fence, historyMode: c.history.mode, historyEntry: c.history.entry, historyMax: c.historyMax, last: c.last, outbox: c.outbox, session: s,
-        count: c.taken.length, ids: c.taken.map((m) => m.message.id), raws: c.taken.map((m) => m.raw),
-      },
-    }));
+    const done = this.fenced(
+      'commit',
+      await runScript(this.redis, COMMIT, {
+        keys: {
+          lock: this.lock,
+          owner: k.owner(s),
+          inbox: k.inbox(s),
+          history: k.history(s),
+          last: k.last(s),
+          outbox: k.outbox(s),
+          claims: k.claims(s),
+          pending: k.pending,
+          journal: k.journal(s),
+          historyCount: k.historyCount(s),
+          historySummary: k.historySummary(s),
+          taken: k.taken(s),
+        },
+        args: {
+          ...this.fence,
+          historyMode: c.history.mode,
+          historyEntry: c.history.entry,
+          historyMax: c.historyMax,
+          last: c.last,
+          outbox: c.outbox,
+          session: s,
+          count: c.taken.length,
+          ids: c.taken.map((m) => m.message.id),
+          raws: c.taken.map((m) => m.raw),
+        },
+      }),
+    );
     return done.left;
   }
 
@@ -88,14 +126,20 @@ export class SessionStore {
   async settle(delivered: string, release: boolean): Promise<void> {
     const k = this.keys;
     const s = this.session;
-    this.fenced('settle', await runScript(this.redis, SETTLE, {
-      keys: { lock: this.lock, owner: k.owner(s), outbox: k.outbox(s), journal: k.journal(s), inbox: k.inbox(s), pending: k.pending },
-      args: { ...this.fence, delivered, release: release ? '1' : '0', session: s },
-    }));
+    this.fenced(
+      'settle',
+      await runScript(this.redis, SETTLE, {
+        keys: { lock: this.lock, owner: k.owner(s), outbox: k.outbox(s), journal: k.journal(s), inbox: k.inbox(s), pending: k.pending },
+        args: { ...this.fence, delivered, release: release ? '1' : '0', session: s },
+      }),
+    );
   }
 
   private async set(what: string, key: string, value: string): Promise<void> {
-    this.fenced(what, await runScript(this.redis, FENCED_SET, { keys: { lock: this.lock, owner: this.keys.owner(this.session), key }, args: { ...this.fence, value } }));
+    this.fenced(
+      what,
+      await runScript(this.redis, FENCED_SET, { keys: { lock: this.lock, owner: this.keys.owner(this.session), key }, args: { ...this.fence, value } }),
+    );
   }
 
   /** A script's result, or its refusal thrown as a FencedError. */

@@ -10,10 +10,7 @@ export interface ClaimedMessage {
   claims: number;
 }
 
-export type Turn =
-  | { kind: 'agent'; taken: ClaimedMessage[] }
-  | { kind: 'reset'; taken: ClaimedMessage[] }
-  | { kind: 'crashed'; taken: ClaimedMessage[] };
+export type Turn = { kind: 'agent'; taken: ClaimedMessage[] } | { kind: 'reset'; taken: ClaimedMessage[] } | { kind: 'crashed'; taken: ClaimedMessage[] };
 
 /**
  * Fold policy: the messages waiting at the head of the inbox are answered together in one turn

@@ -108,7 +108,8 @@ export async function checkExecRuntime(options: ExecOptions): Promise<ExecRuntim
   try {
     const spec = commandSpec(options, await hostLayout(), await realpath(dir), 'true');
     const outcome = await execCommand(spec, { timeoutMs: CHECK_TIMEOUT_MS, signal: new AbortController().signal });
-    if (outcome.timedOut) return { ok: false, error: `EXEC_SANDBOX=bwrap: a trivial command did not finish in its sandbox within ${CHECK_TIMEOUT_MS / 1000} s` };
+    if (outcome.timedOut)
+      return { ok: false, error: `EXEC_SANDBOX=bwrap: a trivial command did not finish in its sandbox within ${CHECK_TIMEOUT_MS / 1000} s` };
     if (outcome.exitCode !== 0) {
       const why = outcome.output.split('\n')[0]!.trim() || `exit code ${outcome.exitCode ?? outcome.signal}`;
       return { ok: false, error: `EXEC_SANDBOX=bwrap: bubblewrap cannot run a command here (${why}): ${hintFor(why)}` };
@@ -121,14 +122,19 @@ export async function checkExecRuntime(options: ExecOptions): Promise<ExecRuntim
   }
   if (process.getuid?.() === 0) {
     // The kernel exempts uid 0 from RLIMIT_NPROC, also inside a user namespace mapped to it.
-    return { ok: true, warning: 'the worker runs as root: the kernel applies no process cap to root, so a fork bomb in a command is stopped only by its timeout; run the worker as an unprivileged user (the Docker image does)' };
+    return {
+      ok: true,
+      warning:
+        'the worker runs as root: the kernel applies no process cap to root, so a fork bomb in a command is stopped only by its timeout; run the worker as an unprivileged user (the Docker image does)',
+    };
   }
   return { ok: true };
 }
 
 /** What to do about bwrap's own error line. */
 function hintFor(bwrapError: string): string {
-  if (bwrapError.includes('Unknown option')) return 'this bubblewrap is too old: commands need 0.8 or later (for --disable-userns): upgrade bubblewrap (Debian 12 and Ubuntu 24.04 ship 0.8 or later) or set EXEC_SANDBOX=none';
+  if (bwrapError.includes('Unknown option'))
+    return 'this bubblewrap is too old: commands need 0.8 or later (for --disable-userns): upgrade bubblewrap (Debian 12 and Ubuntu 24.04 ship 0.8 or later) or set EXEC_SANDBOX=none';
   // bwrap set the sandbox up, but found no bash or prlimit in it.
   if (bwrapError.includes('execvp')) return 'commands need bash and prlimit (util-linux) under /usr';
   return USERNS_HINT;

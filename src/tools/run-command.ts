@@ -44,9 +44,8 @@ export function createRunCommandTool(ws: Workspace, options: ExecOptions): Tool<
 }
 
 function describeTool(options: ExecOptions): string {
-  const where = options.sandbox === 'bwrap'
-    ? `in the workspace (${SANDBOX_WORKSPACE}), sandboxed, ${options.network ? 'with' : 'no'} network`
-    : 'in the workspace folder';
+  const where =
+    options.sandbox === 'bwrap' ? `in the workspace (${SANDBOX_WORKSPACE}), sandboxed, ${options.network ? 'with' : 'no'} network` : 'in the workspace folder';
   return `Run a shell command (bash -c) ${where}. Returns stdout+stderr (${OUTPUT_CAP_BYTES / 1000} KB max, head and tail) and the exit code. Timeout at most ${options.maxTimeoutS} s.`;
 }
 

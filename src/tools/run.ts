@@ -54,9 +54,7 @@ export async function runToolCall(
     const toolSignal = deadline ? AbortSignal.any([signal, deadline.signal]) : signal;
     const running = tool.execute(parsed.data, { signal: toolSignal });
     const content = await (deadline ? untilAborted(running, deadline.signal) : running);
-    const bounded = content.length > MAX_RESULT_CHARS
-      ? `${content.slice(0, MAX_RESULT_CHARS)}\n[Result cut at ${MAX_RESULT_CHARS} characters.]`
-      : content;
+    const bounded = content.length > MAX_RESULT_CHARS ? `${content.slice(0, MAX_RESULT_CHARS)}\n[Result cut at ${MAX_RESULT_CHARS} characters.]` : content;
     return { ok: true, content: bounded, summary: okSummary(name, target, bounded) };
   } catch (err) {
     // The caller's abort wins over the deadline: a stopped run reports "cancelled", not a timeout.

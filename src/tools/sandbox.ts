@@ -62,37 +62,65 @@ export function bwrapArgs(layout: HostLayout, options: { network: boolean; works
   const lim = SANDBOX_LIMITS;
   const etc = options.network ? [...ETC_FILES, ...NETWORK_ETC_FILES] : ETC_FILES;
   return [
-    '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
     ...(options.network ? [] : ['--unshare-net']),
     // bwrap 0.8: nothing inside may create user namespaces of its own (and in them mount, network
     // and other namespaces: kernel code an unprivileged user otherwise never reaches). Needs --unshare-user.
     '--disable-userns',
     // A worker that dies takes its sandboxes with it; a new session leaves the command no
     // controlling terminal of the worker's to push input into (TIOCSTI).
-    '--die-with-parent', '--new-session',
+    '--die-with-parent',
+    '--new-session',
     // Root in the sandbox's user namespace would otherwise keep every capability there.
-    '--cap-drop', 'ALL',
-    '--ro-bind', '/usr', '/usr',
+    '--cap-drop',
+    'ALL',
+    '--ro-bind',
+    '/usr',
+    '/usr',
     ...ROOT_DIRS.flatMap((dir) => {
       const entry = layout.get(dir);
       if (!entry) return [];
       return entry.symlink === undefined ? ['--ro-bind', dir, dir] : ['--symlink', entry.symlink, dir];
     }),
     ...etc.flatMap((file) => (layout.has(file) ? ['--ro-bind', file, file] : [])),
-    '--proc', '/proc',
-    '--dev', '/dev',
-    '--size', String(lim.shmBytes), '--tmpfs', '/dev/shm',
-    '--size', String(lim.tmpBytes), '--tmpfs', '/tmp',
-    '--bind', options.workspace, SANDBOX_WORKSPACE,
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--size',
+    String(lim.shmBytes),
+    '--tmpfs',
+    '/dev/shm',
+    '--size',
+    String(lim.tmpBytes),
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    options.workspace,
+    SANDBOX_WORKSPACE,
     // The root and /dev are unsized tmpfs of bwrap's: read-only, so only the sized ones take writes.
-    '--remount-ro', '/dev',
-    '--remount-ro', '/',
-    '--chdir', SANDBOX_WORKSPACE,
+    '--remount-ro',
+    '/dev',
+    '--remount-ro',
+    '/',
+    '--chdir',
+    SANDBOX_WORKSPACE,
     '--clearenv',
     ...Object.entries(cleanEnv(SANDBOX_WORKSPACE)).flatMap(([name, value]) => ['--setenv', name, value]),
     '--',
-    'prlimit', `--nproc=${lim.nproc}`, `--as=${lim.addressSpaceBytes}`, `--fsize=${lim.fileSizeBytes}`, `--nofile=${lim.openFiles}`, '--',
-    'bash', '-c', options.command,
+    'prlimit',
+    `--nproc=${lim.nproc}`,
+    `--as=${lim.addressSpaceBytes}`,
+    `--fsize=${lim.fileSizeBytes}`,
+    `--nofile=${lim.openFiles}`,
+    '--',
+    'bash',
+    '-c',
+    options.command,
   ];
 }
 
@@ -138,7 +166,13 @@ async function probeHostLayout(): Promise<HostLayout> {
   }
   for (const file of [...ETC_FILES, ...NETWORK_ETC_FILES]) {
     // stat follows links: a dangling one counts as absent (bwrap would refuse to bind it).
-    if (await stat(file).then(() => true, () => false)) layout.set(file, {});
+    if (
+      await stat(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      layout.set(file, {});
   }
   return layout;
 }

@@ -73,9 +73,7 @@ export function createSearchFilesTool(ws: Workspace, limits: Partial<typeof SEAR
       }
 
       const outcome = await runSearch({ ...lim, files, source: pattern, flags }, lim.timeoutMs, signal);
-      const lines = outcome.hits.length > 0
-        ? [...outcome.hits]
-        : [`No matches for /${pattern}/${flags} in ${display} (${files.length} files).`];
+      const lines = outcome.hits.length > 0 ? [...outcome.hits] : [`No matches for /${pattern}/${flags} in ${display} (${files.length} files).`];
       if (outcome.stop === 'matches') lines.push(`[Stopped at ${lim.maxMatches} matches; narrow the pattern or path.]`);
       if (outcome.stop === 'bytes') lines.push(`[Stopped after reading ${formatBytes(lim.maxTotalBytes)}; narrow the path.]`);
       if (outcome.stop === 'timeout') {

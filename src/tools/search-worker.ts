@@ -54,9 +54,7 @@ for (const file of job.files) {
 parentPort.postMessage({ type: 'done', scanned, skipped, stop });
 `;
 
-type WorkerMessage =
-  | { type: 'hits'; hits: string[] }
-  | { type: 'done'; scanned: number; skipped: number; stop: SearchOutcome['stop'] };
+type WorkerMessage = { type: 'hits'; hits: string[] } | { type: 'done'; scanned: number; skipped: number; stop: SearchOutcome['stop'] };
 
 /** Runs `job` in a worker; on timeout returns the hits so far, on abort rejects with the reason. */
 export function runSearch(job: SearchJob, timeoutMs: number, signal: AbortSignal): Promise<SearchOutcome> {

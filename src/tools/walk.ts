@@ -18,11 +18,7 @@ export interface WalkEntry {
  * Depth-first, name-sorted entries below `startAbs`. Symlinks are reported, never followed,
  * so a walk cannot leave the workspace or loop. Unreadable subdirectories are skipped.
  */
-export async function* walk(
-  ws: Workspace,
-  startAbs: string,
-  opts: { maxDepth: number; signal: AbortSignal },
-): AsyncGenerator<WalkEntry> {
+export async function* walk(ws: Workspace, startAbs: string, opts: { maxDepth: number; signal: AbortSignal }): AsyncGenerator<WalkEntry> {
   yield* walkDir(ws, startAbs, 1, opts, true);
 }
 

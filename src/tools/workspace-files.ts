@@ -35,7 +35,14 @@ export class FileExistsError extends ToolError {
 const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /** Writes `content` to `parts` (path components below the real root `root`, already lexically checked). */
-export async function writeInside(root: string, parts: readonly string[], display: string, content: string | Uint8Array, mode: WriteMode, signal?: AbortSignal): Promise<WriteResult> {
+export async function writeInside(
+  root: string,
+  parts: readonly string[],
+  display: string,
+  content: string | Uint8Array,
+  mode: WriteMode,
+  signal?: AbortSignal,
+): Promise<WriteResult> {
   if (parts.length === 0) throw new ToolError(`${display} is a directory`);
   const dir = await folderInside(root, parts.slice(0, -1), display, true);
   const name = parts[parts.length - 1]!;

@@ -52,7 +52,12 @@ export async function adminApi(stack: Stack, method: 'GET' | 'POST', path: strin
 
 /** `npm run admin -- pairing …` as its own process, against the stack's Redis and prefix. */
 export async function adminCli(stack: Stack, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawnNode('src/cli/admin.ts', ['pairing', ...args], { REDIS_URL: stack.config.redis.url, QUEUE_PREFIX: stack.config.queue.prefix, LOG_LEVEL: 'warn', ...env });
+  const p = spawnNode('src/cli/admin.ts', ['pairing', ...args], {
+    REDIS_URL: stack.config.redis.url,
+    QUEUE_PREFIX: stack.config.queue.prefix,
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
   const code = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }

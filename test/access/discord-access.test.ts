@@ -7,7 +7,16 @@ import { snowflake } from '../fakes/discord-payloads.js';
 import { waitFor } from '../helpers/processes.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import {
-  ADMIN_TOKEN, adminApi, adminCli, codeIn, expectNothingQueued, expectPairingReply, expectSessionUntouched, jobCounts, NOT_ENABLED_TEXT, sleep,
+  ADMIN_TOKEN,
+  adminApi,
+  adminCli,
+  codeIn,
+  expectNothingQueued,
+  expectPairingReply,
+  expectSessionUntouched,
+  jobCounts,
+  NOT_ENABLED_TEXT,
+  sleep,
   storedRequests,
 } from './access-helpers.js';
 
@@ -75,7 +84,10 @@ describe('discord DM pairing (DM_POLICY=pairing)', () => {
     expect((await adminApi(stack, 'POST', `/discord/${code}/approve`, null)).status).toBe(401);
     // A Discord code is not a Slack code.
     expect((await adminApi(stack, 'POST', `/slack/${code}/approve`)).status).toBe(404);
-    expect(await adminApi(stack, 'POST', `/discord/${code}/approve`)).toEqual({ status: 200, body: { approved: true, platform: 'discord', userId: alice, name: 'Alice', told: true } });
+    expect(await adminApi(stack, 'POST', `/discord/${code}/approve`)).toEqual({
+      status: 200,
+      body: { approved: true, platform: 'discord', userId: alice, name: 'Alice', told: true },
+    });
     const told = await nthPosted(fake, dmAlice, 3);
     expect(told.content).toBe(APPROVED_TEXT);
     expect(told.message_reference).toBeUndefined();
@@ -154,14 +166,21 @@ describe('discord DM pairing (DM_POLICY=pairing)', () => {
 
 describe('discord DM allowlist (DISCORD_DM_POLICY=allowlist)', () => {
   it('a listed user is answered; an unlisted one is told the assistant is private and their user id, nothing queued', async () => {
-    const { fake, stack } = await start('acc-dc-allow', (f) => ({ DM_POLICY: 'open', DISCORD_DM_POLICY: 'allowlist', ALLOWED_USERS: `discord:${f.ids.alice}` }));
+    const { fake, stack } = await start('acc-dc-allow', (f) => ({
+      DM_POLICY: 'open',
+      DISCORD_DM_POLICY: 'allowlist',
+      ALLOWED_USERS: `discord:${f.ids.alice}`,
+    }));
     const { dmAlice, bob } = fake.ids;
     stack.fake.setHandler((req) => ({ content: `Sure: ${userTexts(req.body).at(-1)}` }));
 
     // The fake has one DM channel; Bob writes into it as an unlisted DM sender (no guild_id).
     const fromBob = fake.userMessage({ channel: dmAlice, author: bob, content: 'let me in' });
     const refused = await nthPosted(fake, dmAlice, 1);
-    expect(refused).toMatchObject({ content: `Sorry, this assistant is private. Your Discord user id is ${bob}: ask its operator for access.`, message_reference: { message_id: fromBob.id } });
+    expect(refused).toMatchObject({
+      content: `Sorry, this assistant is private. Your Discord user id is ${bob}: ask its operator for access.`,
+      message_reference: { message_id: fromBob.id },
+    });
     await expectNothingQueued(stack);
     expect(await storedRequests(stack, 'discord')).toEqual([]);
 
@@ -175,7 +194,11 @@ describe('discord DM allowlist (DISCORD_DM_POLICY=allowlist)', () => {
 
 describe('discord group policy (GROUP_POLICY=allowlist)', () => {
   it('ALLOWED_CHANNELS=discord:<guildId>: a mention in the guild is answered; DMs disabled: silence', async () => {
-    const { fake, stack } = await start('acc-dc-guild', (f) => ({ GROUP_POLICY: 'allowlist', ALLOWED_CHANNELS: `discord:${f.ids.guild}`, DISCORD_DM_POLICY: 'disabled' }));
+    const { fake, stack } = await start('acc-dc-guild', (f) => ({
+      GROUP_POLICY: 'allowlist',
+      ALLOWED_CHANNELS: `discord:${f.ids.guild}`,
+      DISCORD_DM_POLICY: 'disabled',
+    }));
     const { general, dmAlice, app } = fake.ids;
     stack.fake.setHandler((req) => ({ content: `On it: ${userTexts(req.body).at(-1)}` }));
 
@@ -191,7 +214,10 @@ describe('discord group policy (GROUP_POLICY=allowlist)', () => {
 
   it('ALLOWED_CHANNELS naming another guild and one channel: that channel and its thread are answered; another channel of this guild is refused and not queued', async () => {
     const otherGuild = snowflake();
-    const { fake, stack } = await start('acc-dc-chan', (f) => ({ GROUP_POLICY: 'allowlist', ALLOWED_CHANNELS: `discord:${otherGuild},discord:${f.ids.general}` }));
+    const { fake, stack } = await start('acc-dc-chan', (f) => ({
+      GROUP_POLICY: 'allowlist',
+      ALLOWED_CHANNELS: `discord:${otherGuild},discord:${f.ids.general}`,
+    }));
     const { general, random, thread, app } = fake.ids;
     stack.fake.setHandler((req) => ({ content: `On it: ${userTexts(req.body).at(-1)}` }));
 

@@ -12,7 +12,11 @@ const dm = (platform: string, id: string, handle?: string): Pick<InboundMessage,
   sender: { id, ...(handle && { handle }) },
   where: { kind: 'dm' },
 });
-const group = (platform: string, id: string, ids: string[]): Pick<InboundMessage, 'platform' | 'sender' | 'where'> => ({ platform, sender: { id }, where: { kind: 'group', ids } });
+const group = (platform: string, id: string, ids: string[]): Pick<InboundMessage, 'platform' | 'sender' | 'where'> => ({
+  platform,
+  sender: { id },
+  where: { kind: 'group', ids },
+});
 
 describe('access policy', () => {
   it('defaults: every platform pairs unknown DM senders; groups are open (mention-gated by the channel)', () => {

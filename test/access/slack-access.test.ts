@@ -4,10 +4,33 @@ import { sessionKeyOf } from '../../src/channels/session-key.js';
 import { startFakeSlack, BOT_TOKEN, type FakeSlack } from '../fakes/slack-server.js';
 import { waitFor } from '../helpers/processes.js';
 import type { Stack } from '../helpers/stack.js';
-import { answers, appMention, eventCallback, newUserTexts, nextTs, postCommand, postEvent, SIGNING_SECRET, startSlackStack } from '../channels/slack/helpers.js';
 import {
-  ADMIN_TOKEN, adminApi, adminCli, codeIn, codesKey, expectNothingQueued, expectPairingReply, expectSessionUntouched, FULL_TEXT, hasCode, jobCounts,
-  NOT_ENABLED_TEXT, sessionKeys, sleep, storedRequests,
+  answers,
+  appMention,
+  eventCallback,
+  newUserTexts,
+  nextTs,
+  postCommand,
+  postEvent,
+  SIGNING_SECRET,
+  startSlackStack,
+} from '../channels/slack/helpers.js';
+import {
+  ADMIN_TOKEN,
+  adminApi,
+  adminCli,
+  codeIn,
+  codesKey,
+  expectNothingQueued,
+  expectPairingReply,
+  expectSessionUntouched,
+  FULL_TEXT,
+  hasCode,
+  jobCounts,
+  NOT_ENABLED_TEXT,
+  sessionKeys,
+  sleep,
+  storedRequests,
 } from './access-helpers.js';
 
 /**
@@ -98,7 +121,10 @@ describe('slack DM pairing (DM_POLICY=pairing)', () => {
     expect(answers(slack, channel)[2]!.thread_ts).toBeUndefined();
     // Used up: the same code cannot be approved twice.
     expect((await adminApi(stack, 'POST', `/slack/${code}/approve`)).status).toBe(404);
-    expect((await adminApi(stack, 'GET', '/slack')).body).toMatchObject({ pending: [], approved: [{ platform: 'slack', userId: ada, by: 'api', approvedAt: expect.any(Number) }] });
+    expect((await adminApi(stack, 'GET', '/slack')).body).toMatchObject({
+      pending: [],
+      approved: [{ platform: 'slack', userId: ada, by: 'api', approvedAt: expect.any(Number) }],
+    });
 
     await dm(stack, ada, 'what is 2+2?');
     expect(await nthIn(slack, channel, 4)).toBe('You said: what is 2+2?');
@@ -125,7 +151,9 @@ describe('slack DM pairing (DM_POLICY=pairing)', () => {
 
     const list = await adminCli(stack, ['list', 'slack'], cliEnv(slack));
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(new RegExp(`^pending:\\n  slack  ${adaCode}  user ${ada}  expires in 60 min\\n  slack  ${bobCode}  user ${bob}  expires in 60 min\\napproved: none\\n$`));
+    expect(list.stdout).toMatch(
+      new RegExp(`^pending:\\n  slack  ${adaCode}  user ${ada}  expires in 60 min\\n  slack  ${bobCode}  user ${bob}  expires in 60 min\\napproved: none\\n$`),
+    );
 
     // Bob's code typed the way an operator might: lower case, with a dash.
     const typed = `${bobCode.slice(0, 4).toLowerCase()}-${bobCode.slice(4).toLowerCase()}`;
@@ -175,7 +203,13 @@ describe('slack DM pairing (DM_POLICY=pairing)', () => {
     const { stack, slack } = await start('acc-sl-cap', { DM_POLICY: 'pairing' });
     const users = ['U0ONE', 'U0TWO', 'U0THREE', 'U0FOUR'];
 
-    const ask = await postCommand(stack.baseUrl, { channel_id: dmOf(users[0]!), channel_name: 'directmessage', user_id: users[0]!, user_name: 'one', text: 'what is 2+2?' });
+    const ask = await postCommand(stack.baseUrl, {
+      channel_id: dmOf(users[0]!),
+      channel_name: 'directmessage',
+      user_id: users[0]!,
+      user_name: 'one',
+      text: 'what is 2+2?',
+    });
     expect(ask.status).toBe(200);
     const ack = (await ask.json()) as { response_type: string; text: string };
     expect(ack.response_type).toBe('ephemeral');
@@ -185,7 +219,9 @@ describe('slack DM pairing (DM_POLICY=pairing)', () => {
     expect(slack.callsOf('chat.postMessage')).toEqual([]);
     await expectNothingQueued(stack);
     // The request remembers who asked (the /ask payload names them) and where to tell them, not what they wrote.
-    expect(await storedRequests(stack, 'slack')).toEqual([expect.objectContaining({ code: oneCode, userId: users[0], name: 'one', to: expect.objectContaining({ conversation: dmOf(users[0]!), text: '' }) })]);
+    expect(await storedRequests(stack, 'slack')).toEqual([
+      expect.objectContaining({ code: oneCode, userId: users[0], name: 'one', to: expect.objectContaining({ conversation: dmOf(users[0]!), text: '' }) }),
+    ]);
     expect(JSON.stringify(await stack.redis.hgetall(codesKey(stack, 'slack')))).not.toContain('2+2');
 
     // The same person in a plain DM: the same code.
@@ -209,7 +245,10 @@ describe('slack DM pairing (DM_POLICY=pairing)', () => {
     expect(codeIn(await nthIn(slack, dmOf(users[1]!), 2))).toBe(twoCode);
 
     // Denied: dropped silently (the person learns nothing new), and a place is free.
-    expect(await adminApi(stack, 'POST', `/slack/${twoCode}/deny`)).toEqual({ status: 200, body: { denied: true, platform: 'slack', userId: users[1], told: false } });
+    expect(await adminApi(stack, 'POST', `/slack/${twoCode}/deny`)).toEqual({
+      status: 200,
+      body: { denied: true, platform: 'slack', userId: users[1], told: false },
+    });
     await dm(stack, users[3]!, 'and now?');
     const fourCode = codeIn(await nthIn(slack, dmOf(users[3]!), 2));
     expect([oneCode, twoCode]).not.toContain(fourCode);
@@ -260,7 +299,9 @@ describe('slack group policy (GROUP_POLICY=allowlist)', () => {
     await expectNothingQueued(stack);
     expect(slack.reactionLog.get(`C2:${outside}`)).toBeUndefined();
     // Its `message` twin (same channel:ts) is not answered a second time.
-    expect((await postEvent(stack.baseUrl, eventCallback({ ...appMention('C2', outside, 'summarise this channel'), type: 'message', channel_type: 'channel' })))).toMatchObject({ status: 200 });
+    expect(
+      await postEvent(stack.baseUrl, eventCallback({ ...appMention('C2', outside, 'summarise this channel'), type: 'message', channel_type: 'channel' })),
+    ).toMatchObject({ status: 200 });
 
     // /ask there: the same line, as the ephemeral acknowledgement.
     const ask = await postCommand(stack.baseUrl, { channel_id: 'C2', user_id: 'U0ADA', text: 'summarise' });

@@ -34,7 +34,8 @@ describe('telegram access: pairing end to end', () => {
     const p = spawnNode('src/cli/admin.ts', args, env);
     return p.exited.then((code) => ({ code, out: p.stdout(), err: p.stderr() }));
   };
-  const api = (path: string, method = 'POST') => fetch(`${h.stack.baseUrl}/admin/api/pairing${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const api = (path: string, method = 'POST') =>
+    fetch(`${h.stack.baseUrl}/admin/api/pairing${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   const nothingQueued = async (chat: number) => {
     expect(await h.stack.redis.exists(h.stack.keys.inbox(`telegram:${chat}`))).toBe(0);
     expect(h.stack.fake.requests.filter((r) => lastUser(r.body.messages as ChatMessage[]).includes(`from ${chat}`))).toEqual([]);
@@ -61,7 +62,12 @@ describe('telegram access: pairing end to end', () => {
     h.dm(6001, 'from 6001: now list the files');
     await waitFor('the answer', () => texts(6001).includes('ack: from 6001: now list the files'));
     // The messages sent before approval were never read.
-    expect(h.userTexts().flat().filter((t) => t.includes('from 6001'))).toEqual(['from 6001: now list the files']);
+    expect(
+      h
+        .userTexts()
+        .flat()
+        .filter((t) => t.includes('from 6001')),
+    ).toEqual(['from 6001: now list the files']);
     expect((await admin('pairing', 'approve', 'telegram', code)).code).toBe(1);
   });
 
@@ -179,7 +185,12 @@ describe('telegram access: allowlist, groups, rate limit and queue cap', () => {
     ask(4);
     await waitFor('the refusal', () => texts(-1007).some((t) => t.includes('2 messages are already waiting')));
     await waitFor('q3 answered', () => texts(-1007).some((t) => t.startsWith('ack:') && t.endsWith('q3')), 20_000);
-    expect(h.userTexts().flat().some((t) => t.includes('q4'))).toBe(false);
+    expect(
+      h
+        .userTexts()
+        .flat()
+        .some((t) => t.includes('q4')),
+    ).toBe(false);
     const metrics = await h.stack.metrics.registry.getSingleMetricAsString('switchboard_refusals_total');
     expect(metrics).toMatch(/reason="queue_full"} 1/);
     expect(metrics).toMatch(/reason="rate_limited"} 2/);

@@ -62,7 +62,11 @@ describe('compactTurn', () => {
   });
 
   it('replaces unparsable long arguments with a valid JSON note', () => {
-    const bad: ChatMessage = { role: 'assistant', content: null, tool_calls: [{ id: 'w', type: 'function', function: { name: 'x', arguments: '{'.repeat(500) } }] };
+    const bad: ChatMessage = {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'w', type: 'function', function: { name: 'x', arguments: '{'.repeat(500) } }],
+    };
     const [out] = compactTurn([bad], 100) as [Extract<ChatMessage, { role: 'assistant' }>];
     const fn = out.tool_calls?.[0];
     expect(JSON.parse(fn?.type === 'function' ? fn.function.arguments : '')).toEqual({ _omitted: 'arguments of 500 characters omitted from history' });

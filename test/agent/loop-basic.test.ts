@@ -121,12 +121,7 @@ describe('history and system prompt', () => {
     ];
     const { outcome } = await h.run('hi again', { history });
     const sent = h.fake.requests[0]?.body.messages as any[];
-    expect(sent.map((m) => `${m.role}:${m.content}`)).toEqual([
-      'system:You are a test assistant.',
-      'user:hi',
-      'assistant:Hello!',
-      'user:hi again',
-    ]);
+    expect(sent.map((m) => `${m.role}:${m.content}`)).toEqual(['system:You are a test assistant.', 'user:hi', 'assistant:Hello!', 'user:hi again']);
     expect(h.fake.requests[0]?.body.tools.map((t: any) => t.function.name)).toContain('read_file');
     expect(outcome.transcript).toEqual([
       { role: 'user', content: 'hi again' },

@@ -84,8 +84,18 @@ describe("the requester's token budget in the loop", () => {
   it('a response replayed from the journal is neither checked nor counted again; only the fresh call is', async () => {
     const recorded: StepRecord[] = [
       {
-        t: 'model', step: 1, calls: 1,
-        response: { message: { role: 'assistant', content: 'Reading.', tool_calls: [{ id: READ.id, type: 'function', function: { name: READ.name, arguments: READ.arguments } }] }, stopReason: 'toolUse', usage: { promptTokens: 500, completionTokens: 100, totalTokens: 600 } },
+        t: 'model',
+        step: 1,
+        calls: 1,
+        response: {
+          message: {
+            role: 'assistant',
+            content: 'Reading.',
+            tool_calls: [{ id: READ.id, type: 'function', function: { name: READ.name, arguments: READ.arguments } }],
+          },
+          stopReason: 'toolUse',
+          usage: { promptTokens: 500, completionTokens: 100, totalTokens: 600 },
+        },
       },
       { t: 'tool_start', step: 1, callId: READ.id, name: READ.name, args: READ.arguments, readOnly: true },
       { t: 'tool_end', step: 1, callId: READ.id, name: READ.name, ok: true, content: 'the notes', summary: 'read notes.md', ms: 1 },
@@ -106,8 +116,18 @@ describe("the requester's token budget in the loop", () => {
   it('a resumed turn whose person is now over the budget replays what was journaled, then stops before the next call', async () => {
     const recorded: StepRecord[] = [
       {
-        t: 'model', step: 1, calls: 1,
-        response: { message: { role: 'assistant', content: 'Reading.', tool_calls: [{ id: READ.id, type: 'function', function: { name: READ.name, arguments: READ.arguments } }] }, stopReason: 'toolUse', usage: { promptTokens: 500, completionTokens: 100, totalTokens: 600 } },
+        t: 'model',
+        step: 1,
+        calls: 1,
+        response: {
+          message: {
+            role: 'assistant',
+            content: 'Reading.',
+            tool_calls: [{ id: READ.id, type: 'function', function: { name: READ.name, arguments: READ.arguments } }],
+          },
+          stopReason: 'toolUse',
+          usage: { promptTokens: 500, completionTokens: 100, totalTokens: 600 },
+        },
       },
     ];
     const budget = new CountingAllowance(1000, 1000);

@@ -78,7 +78,9 @@ describe('failures without tool calls', () => {
   });
 
   it('a refused key is not retried', async () => {
-    h.fake.script([{ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } }]);
+    h.fake.script([
+      { status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } },
+    ]);
     const { outcome, events } = await h.run('hello?');
     expect(outcome.reason).toBe('model_error');
     expect(outcome.detail).toBe('model endpoint refused the API key (401): Incorrect API key provided');
@@ -149,7 +151,13 @@ describe('a ModelClient that breaks its contract', () => {
   it('throwing instead of returning an error → model_error, no retries, no throw from runAgent', async () => {
     let calls = 0;
     const outcome = await runAgent({
-      model: { name: 'broken', complete: async () => { calls++; throw new Error('boom'); } },
+      model: {
+        name: 'broken',
+        complete: async () => {
+          calls++;
+          throw new Error('boom');
+        },
+      },
       tools: h.tools,
       system: 's',
       history: [],

@@ -29,13 +29,28 @@ class MemoryJournal implements StepJournal {
 
 const APPEND = { id: 'call_w', name: 'edit_file', arguments: JSON.stringify({ path: 'log.txt', old_text: 'END', new_text: 'line-1\nEND' }) };
 const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
-const modelAsks = (calls: typeof APPEND[], content: string | null = 'Appending.'): StepRecord => ({
+const modelAsks = (calls: (typeof APPEND)[], content: string | null = 'Appending.'): StepRecord => ({
   t: 'model',
   step: 1,
   calls: 1,
-  response: { message: { role: 'assistant', content, tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }, stopReason: 'toolUse', usage },
+  response: {
+    message: {
+      role: 'assistant',
+      content,
+      tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+    },
+    stopReason: 'toolUse',
+    usage,
+  },
 });
-const started = (call: typeof APPEND, readOnly = false): StepRecord => ({ t: 'tool_start', step: 1, callId: call.id, name: call.name, args: call.arguments, ...(readOnly && { readOnly: true as const }) });
+const started = (call: typeof APPEND, readOnly = false): StepRecord => ({
+  t: 'tool_start',
+  step: 1,
+  callId: call.id,
+  name: call.name,
+  args: call.arguments,
+  ...(readOnly && { readOnly: true as const }),
+});
 
 let h: Harness;
 const logFile = () => readFile(path.join(h.wsDir, 'log.txt'), 'utf8');
@@ -109,7 +124,16 @@ describe('a run that takes over a turn resumes from the journal', () => {
   });
 
   it('after a tool result: the tool is never run again, its recorded result is what the model reads', async () => {
-    const recorded: StepRecord = { t: 'tool_end', step: 1, callId: 'call_w', name: 'edit_file', ok: true, content: 'Edited log.txt at line 1 (recorded)', summary: 'edit_file log.txt → Edited', ms: 3 };
+    const recorded: StepRecord = {
+      t: 'tool_end',
+      step: 1,
+      callId: 'call_w',
+      name: 'edit_file',
+      ok: true,
+      content: 'Edited log.txt at line 1 (recorded)',
+      summary: 'edit_file log.txt → Edited',
+      ms: 3,
+    };
     h.fake.script([{ content: 'Done.' }]);
     const { outcome, events } = await h.run('append a line', { journal: new MemoryJournal([modelAsks([APPEND]), started(APPEND), recorded]) });
 
@@ -130,7 +154,9 @@ describe('a run that takes over a turn resumes from the journal', () => {
     const suspend = new AbortController();
     const journal = new MemoryJournal();
     h.fake.script([{ content: 'Appending.', toolCalls: [APPEND] }]);
-    await expect(h.run('append a line', { journal, suspend: suspend.signal, onEvent: (e) => e.type === 'tool_end' && suspend.abort() })).rejects.toMatchObject({ why: 'shutdown' });
+    await expect(h.run('append a line', { journal, suspend: suspend.signal, onEvent: (e) => e.type === 'tool_end' && suspend.abort() })).rejects.toMatchObject({
+      why: 'shutdown',
+    });
     expect(h.fake.requests).toHaveLength(1);
 
     h.fake.script([{ content: 'Done.' }]);

@@ -17,19 +17,32 @@ const cases: { name: string; call: () => { name: string; arguments: string }; ex
   { name: 'unknown tool', call: () => ({ name: 'delete_everything', arguments: '{}' }), expect: /unknown tool "delete_everything".*read_file/s },
   { name: 'malformed JSON', call: () => ({ name: 'read_file', arguments: '{"path": "a.txt"' }), expect: /not valid JSON/ },
   { name: 'schema-invalid arguments', call: () => ({ name: 'read_file', arguments: '{"path": 42}' }), expect: /invalid arguments for read_file[\s\S]*path/ },
-  { name: 'path with ../', call: () => ({ name: 'write_file', arguments: JSON.stringify({ path: '../outside/secret.txt', content: 'pwned' }) }), expect: /\.\.\/outside\/secret\.txt is outside the workspace/ },
-  { name: 'absolute path', call: () => ({ name: 'write_file', arguments: JSON.stringify({ path: path.join(h.outsideDir, 'secret.txt'), content: 'pwned' }) }), expect: /is an absolute path/ },
-  { name: 'symlink out of the workspace (write)', call: () => ({ name: 'write_file', arguments: JSON.stringify({ path: 'link/new.txt', content: 'pwned' }) }), expect: /outside the workspace/ },
-  { name: 'symlink out of the workspace (read)', call: () => ({ name: 'read_file', arguments: '{"path":"link/secret.txt"}' }), expect: /outside the workspace/ },
+  {
+    name: 'path with ../',
+    call: () => ({ name: 'write_file', arguments: JSON.stringify({ path: '../outside/secret.txt', content: 'pwned' }) }),
+    expect: /\.\.\/outside\/secret\.txt is outside the workspace/,
+  },
+  {
+    name: 'absolute path',
+    call: () => ({ name: 'write_file', arguments: JSON.stringify({ path: path.join(h.outsideDir, 'secret.txt'), content: 'pwned' }) }),
+    expect: /is an absolute path/,
+  },
+  {
+    name: 'symlink out of the workspace (write)',
+    call: () => ({ name: 'write_file', arguments: JSON.stringify({ path: 'link/new.txt', content: 'pwned' }) }),
+    expect: /outside the workspace/,
+  },
+  {
+    name: 'symlink out of the workspace (read)',
+    call: () => ({ name: 'read_file', arguments: '{"path":"link/secret.txt"}' }),
+    expect: /outside the workspace/,
+  },
 ];
 
 describe('tool errors cross back to the model as results', () => {
   it.each(cases)('$name', async (c) => {
     const call = c.call();
-    h.fake.script([
-      { content: 'Let me try.', toolCalls: [{ id: 'call_bad', ...call }] },
-      { content: 'That did not work, sorry.' },
-    ]);
+    h.fake.script([{ content: 'Let me try.', toolCalls: [{ id: 'call_bad', ...call }] }, { content: 'That did not work, sorry.' }]);
     const { outcome, events } = await h.run('do the thing');
 
     expect(outcome.state).toBe('completed');

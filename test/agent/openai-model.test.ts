@@ -100,7 +100,12 @@ describe.each([{ stream: false }, { stream: true }])('createOpenAIModel (stream:
 
 describe('createOpenAIModel errors (never throws)', () => {
   it('a server that echoes the key in its error text: the key never reaches the error (logs, job data, run record)', async () => {
-    fake.script([{ status: 401, body: { error: { message: 'Incorrect API key provided: sk-test-echoed-key-0123456789.', type: 'invalid_api_key', param: null, code: null } } }]);
+    fake.script([
+      {
+        status: 401,
+        body: { error: { message: 'Incorrect API key provided: sk-test-echoed-key-0123456789.', type: 'invalid_api_key', param: null, code: null } },
+      },
+    ]);
     const m = createOpenAIModel({ apiKey: 'sk-test-echoed-key-0123456789', baseURL: fake.baseURL, model: 'fake-model', stream: false, timeoutMs: 5_000 });
     const res = await ask(m);
     expect(res.error?.message).toBe('model endpoint refused the API key (401): Incorrect API key provided: [redacted].');

@@ -11,7 +11,15 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'browser-test-admin-token';
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 // Flags for a machine without network: no background fetches, no sandbox as root.
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 describe('the dashboard in a real browser', () => {
   let stack: Stack;
@@ -54,16 +62,25 @@ describe('the dashboard in a real browser', () => {
     await page.getByText('terminal team: What is in plan.md?').first().waitFor();
     await page.getByText('Logs', { exact: true }).click();
     await page.getByText('assistant: Let me read the plan.').first().waitFor();
-    await page.getByText(/tool read_file ok in \d+ ms/).first().waitFor();
+    await page
+      .getByText(/tool read_file ok in \d+ ms/)
+      .first()
+      .waitFor();
     await page.screenshot({ path: `${DOCS}dashboard-job-logs.png` });
 
     const [failed] = await stack.queue.getJobs(['failed']);
     await page.goto(`${stack.baseUrl}/admin/queues/queue/runs/${failed!.id}`);
     await page.getByText('Error', { exact: true }).click();
-    await page.getByText(/failed: step_limit/).first().waitFor();
+    await page
+      .getByText(/failed: step_limit/)
+      .first()
+      .waitFor();
 
     // The job's "run view" link (bull-board opens it in a new tab; follow it here).
-    const href = await page.getByRole('link', { name: /run view/i }).first().getAttribute('href');
+    const href = await page
+      .getByRole('link', { name: /run view/i })
+      .first()
+      .getAttribute('href');
     expect(href).toBe(`/admin/jobs/${failed!.id}`);
     await page.goto(`${stack.baseUrl}${href}`);
     await page.waitForURL(/\/admin\/runs\//);

@@ -113,7 +113,10 @@ export function computeFigures(input: FigureInputs): Figures {
     doneWithError: answers.filter((a) => a.text.startsWith('done-with-error')).length,
     answeredWithoutLine: new Set(doneTokens.filter((t) => !lines.has(t))).size,
     notices,
-    sendAgainAfterWrite: notices.filter((n) => /send it again/i.test(n.text)).flatMap((n) => n.tokens).filter((t) => lines.has(t)).length,
+    sendAgainAfterWrite: notices
+      .filter((n) => /send it again/i.test(n.text))
+      .flatMap((n) => n.tokens)
+      .filter((t) => lines.has(t)).length,
     leftoverStatus: input.posts.filter((p) => p.silent && !p.deleted).length,
     examples: { lost: lost.slice(0, EXAMPLES), duplicates: duplicates.slice(0, EXAMPLES), repeated: repeated.slice(0, EXAMPLES) },
   };
@@ -128,7 +131,10 @@ export function computeFigures(input: FigureInputs): Figures {
 function attributeNotices(messages: readonly SentMessage[], posts: readonly BotMessage[], answerCount: ReadonlyMap<string, number>): Figures['notices'] {
   const out: Figures['notices'] = [];
   for (const chatId of new Set(messages.map((m) => m.chatId))) {
-    const order = messages.filter((m) => m.chatId === chatId).sort((a, b) => a.seq - b.seq).map((m) => m.token);
+    const order = messages
+      .filter((m) => m.chatId === chatId)
+      .sort((a, b) => a.seq - b.seq)
+      .map((m) => m.token);
     let cursor = 0;
     for (const post of posts.filter((p) => p.chatId === chatId && !p.silent)) {
       if (isAnswer(post)) {
@@ -160,7 +166,10 @@ function orderViolations(input: FigureInputs, answers: readonly BotMessage[]): n
   for (const session of new Set(input.messages.map((m) => m.session))) {
     const chatId = input.messages.find((m) => m.session === session)!.chatId;
     total += descents(tokensIn(input.journals.get(chatId) ?? ''), session);
-    total += descents(answers.filter((a) => a.chatId === chatId).flatMap((a) => tokensIn(a.text)), session);
+    total += descents(
+      answers.filter((a) => a.chatId === chatId).flatMap((a) => tokensIn(a.text)),
+      session,
+    );
   }
   return total;
 }

@@ -103,7 +103,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     RECONCILE_INTERVAL_MS: '5000',
   };
   const queue = new Queue(RUN_QUEUE, { connection: redis, prefix });
-  const model = new ModelDesk(fake, (token) => sessionOf.get(token), () => rng.between(...MODEL_LATENCY_MS));
+  const model = new ModelDesk(
+    fake,
+    (token) => sessionOf.get(token),
+    () => rng.between(...MODEL_LATENCY_MS),
+  );
   const fleet = new Fleet(env, o.workers);
   let gateway: Spawned | undefined;
   let sentAll = false;
@@ -114,14 +118,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
     gateway = spawnNode('src/cli/main.ts', ['gateway'], env);
     const gw = gateway;
-    await waitFor('the gateway to poll Telegram', () => tg.pendingPolls() > 0 || (gw.child.exitCode !== null && Promise.reject(new Error(`gateway exited: ${gw.stderr()}`))), 30_000);
+    await waitFor(
+      'the gateway to poll Telegram',
+      () => tg.pendingPolls() > 0 || (gw.child.exitCode !== null && Promise.reject(new Error(`gateway exited: ${gw.stderr()}`))),
+      30_000,
+    );
     await fleet.fill();
     o.log(`gateway pid ${gateway.pid}, workers up; ${plan.length} DMs over ${chatOf.size} chats, seed ${o.seed}, prefix ${prefix}`);
 
     // Every message has an answer or a notice (an honest line) standing for it.
     const settled = () => unaccounted(plan, tg.sent).length === 0;
     const strikePlan: StrikePlan = { kills: o.kills, freezes: o.freezes, gapMs: [1_500, 4_000], freezeMs: [6_000, 8_000], windowMs: 6_000 };
-    const scheduler = new KillScheduler(fleet, model, rng, strikePlan, { sent: () => sentAll, settled, journalFile: (session) => journalPath(chatOf.get(session)!), log: o.log });
+    const scheduler = new KillScheduler(fleet, model, rng, strikePlan, {
+      sent: () => sentAll,
+      settled,
+      journalFile: (session) => journalPath(chatOf.get(session)!),
+      log: o.log,
+    });
     tg.holdResponses((call) => {
       const answer = call.method === 'sendMessage' && call.body.disable_notification !== true && String(call.body.text).startsWith('done');
       const session = answer ? sessionKeyOf({ platform: 'telegram', conversation: String(call.body.chat_id) }) : undefined;
@@ -184,7 +197,10 @@ function planMessages(rng: Rng, sessions: number, messages: number): PlannedDm[]
     left[i]! -= 1;
     const seq = ++seqs[i]!;
     const chatId = CHAT_ID_BASE + i;
-    const token = `s${i}-m${seq}-${rng.between(0, 36 ** 4 - 1).toString(36).padStart(4, '0')}`;
+    const token = `s${i}-m${seq}-${rng
+      .between(0, 36 ** 4 - 1)
+      .toString(36)
+      .padStart(4, '0')}`;
     out.push({ token, session: sessionKeyOf({ platform: 'telegram', conversation: String(chatId) }), chatId, seq, followUp });
     last = i;
   }

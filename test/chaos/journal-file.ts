@@ -3,7 +3,9 @@ import { dirname } from 'node:path';
 
 /** How many whole lines of `file` are `line` right now (read synchronously: the moment matters). */
 export function countLine(file: string, line: string): number {
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l === line).length;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l === line).length;
 }
 
 /**

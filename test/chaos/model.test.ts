@@ -16,7 +16,12 @@ const appends = (messages: ChatMessage[]) => linesOf(step(messages).toolCalls?.[
 
 describe('the chaos model answers from the transcript alone', () => {
   it('appends one line per message of the turn (folded ones too), then answers them all', () => {
-    const history = [user('a'), asks('c1', 'edit_file', edit(['a'])), result('c1', 'Edited journal.txt at line 1: 1 line(s) replaced by 2 line(s) (+2 bytes)'), final('done a')];
+    const history = [
+      user('a'),
+      asks('c1', 'edit_file', edit(['a'])),
+      result('c1', 'Edited journal.txt at line 1: 1 line(s) replaced by 2 line(s) (+2 bytes)'),
+      final('done a'),
+    ];
     expect(appends([...history, user('b'), user('c')])).toEqual(['b', 'c']);
     expect(step([...history, user('b'), asks('c2', 'edit_file', edit(['b'])), result('c2', 'Edited journal.txt at line 2: …')])).toEqual({ content: 'done b' });
   });
@@ -27,7 +32,12 @@ describe('the chaos model answers from the transcript alone', () => {
   });
 
   it('an interrupted tool is checked with read_file, and only what is missing is appended', () => {
-    const interrupted = [user('a'), user('b'), asks('c1', 'edit_file', edit(['a', 'b'])), result('c1', 'Error: interrupted: it may or may not have taken effect; check before repeating it')];
+    const interrupted = [
+      user('a'),
+      user('b'),
+      asks('c1', 'edit_file', edit(['a', 'b'])),
+      result('c1', 'Error: interrupted: it may or may not have taken effect; check before repeating it'),
+    ];
     expect(step(interrupted).toolCalls).toEqual([{ name: 'read_file', arguments: '{"path":"journal.txt"}' }]);
     const read = (text: string) => [...interrupted, asks('c2', 'read_file', { path: 'journal.txt' }), result('c2', text)];
     expect(step(read('a\nb\nEND'))).toEqual({ content: 'done a b' });

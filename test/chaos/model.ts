@@ -69,8 +69,10 @@ export function journalStep(turn: TurnView): ReplyStep {
   const last = turn.lastTool;
   const missingFrom = (done: ReadonlySet<string>) => turn.tokens.filter((t) => !done.has(t));
   const answerOrAppend = (missing: string[]): ReplyStep => (missing.length === 0 ? { content: `done ${turn.tokens.join(' ')}` } : appendLines(missing));
-  if (last && /interrupted/i.test(last.content)) return { content: 'Checking the journal first.', toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: JOURNAL }) }] };
-  if (last?.name === 'read_file' && !last.content.startsWith('Error:')) return answerOrAppend(missingFrom(new Set(last.content.split('\n').map((l) => l.trim()))));
+  if (last && /interrupted/i.test(last.content))
+    return { content: 'Checking the journal first.', toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: JOURNAL }) }] };
+  if (last?.name === 'read_file' && !last.content.startsWith('Error:'))
+    return answerOrAppend(missingFrom(new Set(last.content.split('\n').map((l) => l.trim()))));
   if (last && !(last.name === 'edit_file' && last.content.startsWith('Edited '))) {
     return { content: `done-with-error ${turn.tokens.join(' ')}: ${last.content.split('\n')[0]}` };
   }

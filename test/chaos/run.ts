@@ -48,7 +48,9 @@ const result = await runChaos({
 const f = result.figures;
 const summary = { seed, wallMs: result.wallMs, settled: result.settled, ...f, killLog: result.kills, freezeLog: result.freezes };
 if (!values.json) {
-  process.stdout.write(`chaos: seed ${seed}, ${(result.wallMs / 1000).toFixed(1)} s${result.settled ? '' : ', NOT settled within 120 s after the last strike'}\n`);
+  process.stdout.write(
+    `chaos: seed ${seed}, ${(result.wallMs / 1000).toFixed(1)} s${result.settled ? '' : ', NOT settled within 120 s after the last strike'}\n`,
+  );
   process.stdout.write(`${formatFigures(f, result.kills)}\n`);
 }
 process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -34,7 +34,14 @@ describe('defaults', () => {
     expect(c.logLevel).toBe('info');
     expect(c.adminToken).toBeUndefined();
     // STREAM_ANSWERS is on by default, and a streamed answer needs a streamed call.
-    expect(c.model).toEqual({ apiKey: undefined, baseURL: undefined, name: 'gpt-4.1-mini', stream: true, timeoutMs: 120_000, vision: { enabled: false, imageMaxBytes: 5_000_000 } });
+    expect(c.model).toEqual({
+      apiKey: undefined,
+      baseURL: undefined,
+      name: 'gpt-4.1-mini',
+      stream: true,
+      timeoutMs: 120_000,
+      vision: { enabled: false, imageMaxBytes: 5_000_000 },
+    });
     expect(c.streamAnswers).toBe(true);
     expect(c.channels).toEqual({});
     expect(c.agent.runTimeoutMs).toBe(900_000);
@@ -115,7 +122,16 @@ describe('defaults', () => {
   });
 
   it('an empty string counts as unset', () => {
-    const c = config({ REDIS_URL: '', PORT: '', AGENT_MAX_STEPS: '', QUEUE_PREFIX: '', OPENAI_API_KEY: '', LOG_LEVEL: '', ADMIN_TOKEN: '', SLACK_BOT_TOKEN: '' });
+    const c = config({
+      REDIS_URL: '',
+      PORT: '',
+      AGENT_MAX_STEPS: '',
+      QUEUE_PREFIX: '',
+      OPENAI_API_KEY: '',
+      LOG_LEVEL: '',
+      ADMIN_TOKEN: '',
+      SLACK_BOT_TOKEN: '',
+    });
     expect(c.redis).toEqual({ url: 'redis://127.0.0.1:6379', explicit: false });
     expect(c.port).toBe(3000);
     expect(c.agent.limits.maxSteps).toBe(20);
@@ -137,9 +153,21 @@ describe('defaults', () => {
 
 describe('one clear line per wrong value', () => {
   const CASES: Array<[Record<string, string>, string, RegExp]> = [
-    [{ REDIS_URL: 'http://x' }, 'REDIS_URL', /must start with redis:\/\/, rediss:\/\/ or redis\+cluster:\/\/ \(a seed node of a Redis Cluster\) \(got "http:\/\/x"\)$/],
-    [{ REDIS_URL: 'notaurl' }, 'REDIS_URL', /must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379 \(an absolute URL such as http:\/\/host:port\) \(got "notaurl"\)$/],
-    [{ OPENAI_BASE_URL: 'nope' }, 'OPENAI_BASE_URL', /must be an OpenAI-compatible \/v1 base URL \(an absolute URL such as http:\/\/host:port\) \(got "nope"\)$/],
+    [
+      { REDIS_URL: 'http://x' },
+      'REDIS_URL',
+      /must start with redis:\/\/, rediss:\/\/ or redis\+cluster:\/\/ \(a seed node of a Redis Cluster\) \(got "http:\/\/x"\)$/,
+    ],
+    [
+      { REDIS_URL: 'notaurl' },
+      'REDIS_URL',
+      /must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379 \(an absolute URL such as http:\/\/host:port\) \(got "notaurl"\)$/,
+    ],
+    [
+      { OPENAI_BASE_URL: 'nope' },
+      'OPENAI_BASE_URL',
+      /must be an OpenAI-compatible \/v1 base URL \(an absolute URL such as http:\/\/host:port\) \(got "nope"\)$/,
+    ],
     [{ PORT: 'abc' }, 'PORT', /must be a whole number from 0 to 65535 \(got "abc"\)$/],
     [{ PORT: '70000' }, 'PORT', /must be a whole number from 0 to 65535 \(got "70000"\)$/],
     [{ AGENT_MAX_STEPS: '0' }, 'AGENT_MAX_STEPS', /must be a whole number from 1 to 500 \(got "0"\)$/],
@@ -201,11 +229,20 @@ describe('one clear line per wrong value', () => {
       OPENAI_BASE_URL: 'nope',
       REDIS_URL: 'http://default:hunter2-redis-pw@redis.example:6379',
     });
-    expect(lines.map((l) => l.split(' ')[1]).sort()).toEqual(['ADMIN_TOKEN', 'DISCORD_APPLICATION_ID', 'OPENAI_BASE_URL', 'PORT', 'REDIS_URL', 'SLACK_SIGNING_SECRET']);
+    expect(lines.map((l) => l.split(' ')[1]).sort()).toEqual([
+      'ADMIN_TOKEN',
+      'DISCORD_APPLICATION_ID',
+      'OPENAI_BASE_URL',
+      'PORT',
+      'REDIS_URL',
+      'SLACK_SIGNING_SECRET',
+    ]);
     const all = lines.join('\n');
     for (const value of Object.values(secrets)) expect(all).not.toContain(value);
     expect(all).not.toContain('hunter2');
-    expect(lines.find((l) => l.startsWith('config: REDIS_URL'))).toBe('config: REDIS_URL must start with redis://, rediss:// or redis+cluster:// (a seed node of a Redis Cluster) (got "http://…@redis.example:6379")');
+    expect(lines.find((l) => l.startsWith('config: REDIS_URL'))).toBe(
+      'config: REDIS_URL must start with redis://, rediss:// or redis+cluster:// (a seed node of a Redis Cluster) (got "http://…@redis.example:6379")',
+    );
   });
 
   it('a blank (whitespace-only) key is a wrong value, and its value is not shown', () => {

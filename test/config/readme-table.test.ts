@@ -3,7 +3,16 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONFIG_DOCS, OUTSIDE_SCHEMA, TABLE_END, TABLE_START, configTable, readmeConfigTable, withConfigTable, type VariableDoc } from '../../src/config/docs.js';
+import {
+  CONFIG_DOCS,
+  OUTSIDE_SCHEMA,
+  TABLE_END,
+  TABLE_START,
+  configTable,
+  readmeConfigTable,
+  withConfigTable,
+  type VariableDoc,
+} from '../../src/config/docs.js';
 import { envSchema } from '../../src/config/schema.js';
 import { REPO } from '../helpers/processes.js';
 
@@ -44,15 +53,26 @@ describe("README's configuration table", () => {
 
   it('has one row per variable of envSchema (plus the ones read outside it), and no row for anything else', () => {
     const named = namesInTable(README).flat();
-    expect(named.filter((name, i) => named.indexOf(name) !== i), 'named twice').toEqual([]);
-    expect(SCHEMA_KEYS.filter((key) => !named.includes(key)), 'variables of envSchema without a row').toEqual([]);
-    expect(named.filter((name) => !SCHEMA_KEYS.includes(name) && !(OUTSIDE_SCHEMA as readonly string[]).includes(name)), 'rows naming no variable').toEqual([]);
+    expect(
+      named.filter((name, i) => named.indexOf(name) !== i),
+      'named twice',
+    ).toEqual([]);
+    expect(
+      SCHEMA_KEYS.filter((key) => !named.includes(key)),
+      'variables of envSchema without a row',
+    ).toEqual([]);
+    expect(
+      named.filter((name) => !SCHEMA_KEYS.includes(name) && !(OUTSIDE_SCHEMA as readonly string[]).includes(name)),
+      'rows naming no variable',
+    ).toEqual([]);
     expect(namesInTable(README).every((names) => names.length > 0)).toBe(true);
   });
 
   it('keeps the grouped rows as they read', () => {
     const rows = readmeConfigTable(README).split('\n');
-    expect(rows).toContain('| `TELEGRAM_DM_POLICY`, `SLACK_DM_POLICY`, `DISCORD_DM_POLICY` | the same for one platform (wins over `DM_POLICY`) | `DM_POLICY` |');
+    expect(rows).toContain(
+      '| `TELEGRAM_DM_POLICY`, `SLACK_DM_POLICY`, `DISCORD_DM_POLICY` | the same for one platform (wins over `DM_POLICY`) | `DM_POLICY` |',
+    );
     expect(rows.some((row) => row.startsWith('| `SLACK_BOT_TOKEN` + `SLACK_SIGNING_SECRET` | '))).toBe(true);
     expect(rows.some((row) => row.startsWith('| `AGENT_RUN_TIMEOUT_MS` | ') && row.endsWith(' | `900000` (15 min) |'))).toBe(true);
   });
@@ -61,7 +81,10 @@ describe("README's configuration table", () => {
     const sources = tsFiles(join(REPO, 'src')).map((file) => readFileSync(file, 'utf8'));
     for (const name of OUTSIDE_SCHEMA) {
       expect(SCHEMA_KEYS, `${name} is in envSchema: take it out of OUTSIDE_SCHEMA`).not.toContain(name);
-      expect(sources.some((code) => code.includes(`process.env.${name}`)), `nothing in src reads process.env.${name}`).toBe(true);
+      expect(
+        sources.some((code) => code.includes(`process.env.${name}`)),
+        `nothing in src reads process.env.${name}`,
+      ).toBe(true);
     }
   });
 });
@@ -69,9 +92,24 @@ describe("README's configuration table", () => {
 describe('the check itself (it can fail)', () => {
   it('sees a changed meaning, default or grouping in the docs', () => {
     expect(agrees(README)).toBe(true);
-    expect(agrees(README, changed((d) => void Object.assign(d.REDIS_URL!, { meaning: 'Redis' })))).toBe(false);
-    expect(agrees(README, changed((d) => void Object.assign(d.AGENT_RUN_TIMEOUT_MS!, { default: '`900000`' })))).toBe(false);
-    expect(agrees(README, changed((d) => void Object.assign(d.SLACK_BOT_TOKEN!, { join: ',' })))).toBe(false);
+    expect(
+      agrees(
+        README,
+        changed((d) => void Object.assign(d.REDIS_URL!, { meaning: 'Redis' })),
+      ),
+    ).toBe(false);
+    expect(
+      agrees(
+        README,
+        changed((d) => void Object.assign(d.AGENT_RUN_TIMEOUT_MS!, { default: '`900000`' })),
+      ),
+    ).toBe(false);
+    expect(
+      agrees(
+        README,
+        changed((d) => void Object.assign(d.SLACK_BOT_TOKEN!, { join: ',' })),
+      ),
+    ).toBe(false);
     // The order is the table's order.
     const { PORT, ...rest } = structuredClone(CONFIG_DOCS);
     expect(agrees(README, { ...rest, PORT })).toBe(false);
@@ -91,11 +129,17 @@ describe('the check itself (it can fail)', () => {
 
   it('refuses docs without a schema variable, with a name the schema lacks, or with a broken shared row', () => {
     expect(() => configTable(changed((d) => delete d.PORT))).toThrow('PORT is in envSchema but has no entry in CONFIG_DOCS');
-    expect(() => configTable(changed((d) => void (d.NOT_A_VARIABLE = { meaning: 'nothing', default: 'none' })))).toThrow('NOT_A_VARIABLE has an entry in CONFIG_DOCS but is not a variable of envSchema');
+    expect(() => configTable(changed((d) => void (d.NOT_A_VARIABLE = { meaning: 'nothing', default: 'none' })))).toThrow(
+      'NOT_A_VARIABLE has an entry in CONFIG_DOCS but is not a variable of envSchema',
+    );
     // A variable added to the schema with no docs.
     expect(() => configTable(CONFIG_DOCS, [...SCHEMA_KEYS, 'NEW_VARIABLE'])).toThrow('NEW_VARIABLE is in envSchema but has no entry');
-    expect(() => configTable(changed((d) => void Object.assign(d.SLACK_BOT_TOKEN!, { also: [] })))).toThrow('SLACK_SIGNING_SECRET says sameRowAs SLACK_BOT_TOKEN');
-    expect(() => configTable(changed((d) => void Object.assign(d.SLACK_SIGNING_SECRET!, { sameRowAs: 'DISCORD_TOKEN' })))).toThrow('SLACK_BOT_TOKEN lists SLACK_SIGNING_SECRET');
+    expect(() => configTable(changed((d) => void Object.assign(d.SLACK_BOT_TOKEN!, { also: [] })))).toThrow(
+      'SLACK_SIGNING_SECRET says sameRowAs SLACK_BOT_TOKEN',
+    );
+    expect(() => configTable(changed((d) => void Object.assign(d.SLACK_SIGNING_SECRET!, { sameRowAs: 'DISCORD_TOKEN' })))).toThrow(
+      'SLACK_BOT_TOKEN lists SLACK_SIGNING_SECRET',
+    );
     expect(() => configTable(changed((d) => void Object.assign(d.PORT!, { meaning: 'two\nlines' })))).toThrow('PORT: the meaning must be one non-empty line');
     expect(() => configTable(CONFIG_DOCS, [...SCHEMA_KEYS, ...OUTSIDE_SCHEMA])).toThrow('is in envSchema now: take it out of OUTSIDE_SCHEMA');
     expect(configTable(changed((d) => void Object.assign(d.PORT!, { meaning: 'a | b' })))).toContain('| `PORT` | a \\| b |');

@@ -27,27 +27,31 @@ const messages = (p: Spawned) =>
     .map((l) => l.msg);
 
 describe('stopping the real entry point', () => {
-  it.each([['SIGTERM'], ['SIGINT']] as const)('%s: the gateway drains before it closes, and the process exits 0', async (signal) => {
-    const prefix = uniquePrefix('shutdown');
-    prefixes.push(prefix);
-    const port = await freePort();
-    const p = spawnNode('src/cli/main.ts', ['all'], {
-      REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      PORT: String(port),
-      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
-      SHUTDOWN_GRACE_MS: '2000',
-      LOG_LEVEL: 'info',
-    });
-    started.push(p);
-    await waitFor('ready', () => messages(p).includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(p.stderr()))), PROCESS_READY_MS);
-    p.kill(signal);
-    expect(await p.exited).toBe(0);
-    expect(messages(p).slice(-3)).toEqual([
-      'stopping: taking no new work, waiting for active runs',
-      'draining: refusing new webhook events, stopping the channels',
-      'stopped',
-    ]);
-    expect(p.stderr()).toContain('"graceMs":2000');
-  }, 90_000);
+  it.each([['SIGTERM'], ['SIGINT']] as const)(
+    '%s: the gateway drains before it closes, and the process exits 0',
+    async (signal) => {
+      const prefix = uniquePrefix('shutdown');
+      prefixes.push(prefix);
+      const port = await freePort();
+      const p = spawnNode('src/cli/main.ts', ['all'], {
+        REDIS_URL,
+        QUEUE_PREFIX: prefix,
+        PORT: String(port),
+        OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+        SHUTDOWN_GRACE_MS: '2000',
+        LOG_LEVEL: 'info',
+      });
+      started.push(p);
+      await waitFor('ready', () => messages(p).includes('ready') || (p.child.exitCode !== null && Promise.reject(new Error(p.stderr()))), PROCESS_READY_MS);
+      p.kill(signal);
+      expect(await p.exited).toBe(0);
+      expect(messages(p).slice(-3)).toEqual([
+        'stopping: taking no new work, waiting for active runs',
+        'draining: refusing new webhook events, stopping the channels',
+        'stopped',
+      ]);
+      expect(p.stderr()).toContain('"graceMs":2000');
+    },
+    90_000,
+  );
 });

@@ -6,7 +6,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { spawnNode, type Spawned } from '../helpers/processes.js';
 import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from '../helpers/redis.js';
 
-
 const started: Spawned[] = [];
 
 /** Runs the real entry point and returns its exit code and stderr lines. */
@@ -14,7 +13,15 @@ async function run(args: string[], env: Record<string, string>): Promise<{ code:
   const p = spawnNode('src/cli/main.ts', args, env);
   started.push(p);
   const code = await p.exited;
-  return { code, lines: p.stderr().split('\n').filter((l) => l !== ''), stderr: p.stderr(), stdout: p.stdout() };
+  return {
+    code,
+    lines: p
+      .stderr()
+      .split('\n')
+      .filter((l) => l !== ''),
+    stderr: p.stderr(),
+    stdout: p.stdout(),
+  };
 }
 
 afterAll(() => {
@@ -32,7 +39,10 @@ describe('start-up of the real entry point', () => {
   it('several wrong values: one line each, nothing else', async () => {
     const r = await run(['worker'], { AGENT_MAX_STEPS: 'abc', PORT: '70000', OPENAI_API_KEY: 'sk-do-not-print-me' });
     expect(r.code).toBe(1);
-    expect(r.lines).toEqual(['config: PORT must be a whole number from 0 to 65535 (got "70000")', 'config: AGENT_MAX_STEPS must be a whole number from 1 to 500 (got "abc")']);
+    expect(r.lines).toEqual([
+      'config: PORT must be a whole number from 0 to 65535 (got "70000")',
+      'config: AGENT_MAX_STEPS must be a whole number from 1 to 500 (got "abc")',
+    ]);
     expect(r.stderr).not.toContain('sk-do-not-print-me');
   });
 

@@ -78,10 +78,30 @@ describe('npm run doctor (the CLI)', () => {
     const code = await child.exited;
     const out = child.stdout();
     expect(code, `${out}\n${child.stderr()}`).toBe(0);
-    const rows = out.split('\n').slice(1).filter((l) => /^\S.*  [✓✗–]  /.test(l));
+    const rows = out
+      .split('\n')
+      .slice(1)
+      .filter((l) => /^\S.*  [✓✗–]  /.test(l));
     expect(rows.length).toBeGreaterThanOrEqual(15);
     for (const row of rows) expect(row, out).toMatch(/^\S[^✗–]*  ✓  /);
-    for (const name of ['config', 'redis', 'redis maxmemory-policy', 'model endpoint', 'model tool calling', 'slack tokens', 'slack auth.test', 'slack scopes', 'telegram getMe', 'telegram webhook', 'telegram privacy', 'discord token', 'discord application', 'discord message content', 'workspace', 'mcp fake']) {
+    for (const name of [
+      'config',
+      'redis',
+      'redis maxmemory-policy',
+      'model endpoint',
+      'model tool calling',
+      'slack tokens',
+      'slack auth.test',
+      'slack scopes',
+      'telegram getMe',
+      'telegram webhook',
+      'telegram privacy',
+      'discord token',
+      'discord application',
+      'discord message content',
+      'workspace',
+      'mcp fake',
+    ]) {
       expect(out).toMatch(new RegExp(`^${name.replace('.', '\\.')} +✓`, 'm'));
     }
     if (bwrapWorks) expect(out).toMatch(/^run_command sandbox +✓/m);
@@ -104,7 +124,13 @@ describe('npm run doctor (the CLI)', () => {
 
   it('exits 1 when Redis does not answer', async () => {
     const port = await freePort();
-    const child = spawnNode('src/cli/doctor.ts', [], { REDIS_URL: `redis://127.0.0.1:${port}`, OPENAI_BASE_URL: openai.baseURL, OPENAI_API_KEY: API_KEY, AGENT_MODEL: 'fake-model', WORKSPACE_ROOT: path.join(dir, 'ws2') });
+    const child = spawnNode('src/cli/doctor.ts', [], {
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      OPENAI_BASE_URL: openai.baseURL,
+      OPENAI_API_KEY: API_KEY,
+      AGENT_MODEL: 'fake-model',
+      WORKSPACE_ROOT: path.join(dir, 'ws2'),
+    });
     expect(await child.exited).toBe(1);
     const out = child.stdout();
     expect(out).toMatch(new RegExp(`^redis +✗ +does not answer at redis://127\\.0\\.0\\.1:${port} .*start Redis`, 'm'));
@@ -137,7 +163,11 @@ describe('doctor checks against platforms that refuse', () => {
   });
 
   it('Telegram: a webhook set while we poll', async () => {
-    const res = await fetch(`${telegram.apiRoot}/bot${TELEGRAM_TOKEN}/setWebhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://old-deployment.example/telegram/webhook' }) });
+    const res = await fetch(`${telegram.apiRoot}/bot${TELEGRAM_TOKEN}/setWebhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://old-deployment.example/telegram/webhook' }),
+    });
     expect(res.status).toBe(200);
     try {
       const results = await runDoctor(goodEnv({ MCP_CONFIG: '', TOOLS_EXEC: 'off' }));
@@ -149,7 +179,9 @@ describe('doctor checks against platforms that refuse', () => {
       expect(byName(results, 'telegram privacy').found).toContain('privacy mode on');
       expect(failures(results)).toEqual(['telegram webhook']);
       // With TELEGRAM_WEBHOOK_URL pointing there, the same webhook is right.
-      const webhookMode = await runDoctor(goodEnv({ MCP_CONFIG: '', TOOLS_EXEC: 'off', TELEGRAM_WEBHOOK_URL: 'https://old-deployment.example/telegram/webhook' }));
+      const webhookMode = await runDoctor(
+        goodEnv({ MCP_CONFIG: '', TOOLS_EXEC: 'off', TELEGRAM_WEBHOOK_URL: 'https://old-deployment.example/telegram/webhook' }),
+      );
       expect(byName(webhookMode, 'telegram webhook').status).toBe('ok');
     } finally {
       await fetch(`${telegram.apiRoot}/bot${TELEGRAM_TOKEN}/deleteWebhook`, { method: 'POST' });
@@ -211,7 +243,10 @@ describe('doctor checks against platforms that refuse', () => {
   });
 
   it('model --probe: an answer without a tool call, and a 400 on tools', async () => {
-    openai.script([{ content: 'I am ready!' }, { status: 400, body: { error: { message: 'tools are not supported by this model', type: 'invalid_request_error', param: 'tools', code: null } } }]);
+    openai.script([
+      { content: 'I am ready!' },
+      { status: 400, body: { error: { message: 'tools are not supported by this model', type: 'invalid_request_error', param: 'tools', code: null } } },
+    ]);
     const env = goodEnv({ MCP_CONFIG: '', TOOLS_EXEC: 'off' });
     const noCall = byName(await runDoctor(env, { probe: true }), 'model tool calling');
     expect(noCall).toMatchObject({ status: 'fail', found: 'fake-model answered without a tool call although tool_choice was required' });
@@ -223,7 +258,11 @@ describe('doctor checks against platforms that refuse', () => {
 
   it('Redis: maxmemory-policy other than noeviction', async () => {
     const port = await freePort();
-    const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru'], { stdio: 'ignore' });
+    const server = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru'],
+      { stdio: 'ignore' },
+    );
     try {
       await waitFor('private redis-server', async () => {
         const [redis] = await runDoctorRedis(`redis://127.0.0.1:${port}`);
@@ -259,7 +298,14 @@ describe('doctor local checks', () => {
   });
 
   it('EXEC_SANDBOX=bwrap without bwrap on the PATH (the CLI)', async () => {
-    const child = spawnNode('src/cli/doctor.ts', [], { PATH: path.join(dir, 'empty-path'), TOOLS_EXEC: 'approve', OPENAI_BASE_URL: openai.baseURL, OPENAI_API_KEY: API_KEY, AGENT_MODEL: 'fake-model', WORKSPACE_ROOT: path.join(dir, 'ws4') });
+    const child = spawnNode('src/cli/doctor.ts', [], {
+      PATH: path.join(dir, 'empty-path'),
+      TOOLS_EXEC: 'approve',
+      OPENAI_BASE_URL: openai.baseURL,
+      OPENAI_API_KEY: API_KEY,
+      AGENT_MODEL: 'fake-model',
+      WORKSPACE_ROOT: path.join(dir, 'ws4'),
+    });
     expect(await child.exited).toBe(1);
     expect(child.stdout()).toMatch(/^run_command sandbox +✗ +EXEC_SANDBOX=bwrap needs bubblewrap, and bwrap is not on the PATH/m);
   }, 30_000);

@@ -39,7 +39,13 @@ describe('doctor table', () => {
 describe('doctor pure checks', () => {
   it('diffs Slack scopes from x-oauth-scopes', () => {
     expect(missingScopes(REQUIRED_SLACK_SCOPES.join(','))).toEqual([]);
-    expect(missingScopes('app_mentions:read, chat:write,commands,channels:history')).toEqual(['chat:write.public', 'files:read', 'files:write', 'im:history', 'reactions:write']);
+    expect(missingScopes('app_mentions:read, chat:write,commands,channels:history')).toEqual([
+      'chat:write.public',
+      'files:read',
+      'files:write',
+      'im:history',
+      'reactions:write',
+    ]);
     expect(missingScopes('')).toEqual([...REQUIRED_SLACK_SCOPES]);
   });
 

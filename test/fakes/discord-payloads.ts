@@ -9,7 +9,7 @@ let increment = 0;
 /** A snowflake made now (or `at`): time in the high bits, so later ids sort after earlier ones. */
 export function snowflake(at = Date.now()): string {
   increment = (increment + 1) & 0xfff;
-  return ((BigInt(at) - DISCORD_EPOCH) << 22n | (1n << 17n) | BigInt(increment)).toString();
+  return (((BigInt(at) - DISCORD_EPOCH) << 22n) | (1n << 17n) | BigInt(increment)).toString();
 }
 
 export interface UserObject {
@@ -82,7 +82,19 @@ export function role(id: string, name: string, position: number, permissions: st
 }
 
 export function textChannel(id: string, name: string, position = 0) {
-  return { id, type: 0, name, position, permission_overwrites: [], parent_id: null, nsfw: false, topic: null, last_message_id: null, rate_limit_per_user: 0, flags: 0 };
+  return {
+    id,
+    type: 0,
+    name,
+    position,
+    permission_overwrites: [],
+    parent_id: null,
+    nsfw: false,
+    topic: null,
+    last_message_id: null,
+    rate_limit_per_user: 0,
+    flags: 0,
+  };
 }
 
 export function threadChannel(id: string, guildId: string, parentId: string, ownerId: string, name: string) {
@@ -205,10 +217,13 @@ export function componentsError(components: unknown): ReturnType<typeof formErro
     for (const [j, c] of (row.components as any[]).entries()) {
       const here = `${at}.components.${j}`;
       if (c?.type !== 2) continue; // selects and others: not checked here
-      if (!Number.isInteger(c.style) || c.style < 1 || c.style > 6) return formError(`${here}.style`, 'BASE_TYPE_CHOICES', 'Value must be one of (1, 2, 3, 4, 5, 6).');
-      if (c.label !== undefined && (typeof c.label !== 'string' || c.label.length > 80)) return formError(`${here}.label`, 'BASE_TYPE_MAX_LENGTH', 'Must be 80 or fewer in length.');
+      if (!Number.isInteger(c.style) || c.style < 1 || c.style > 6)
+        return formError(`${here}.style`, 'BASE_TYPE_CHOICES', 'Value must be one of (1, 2, 3, 4, 5, 6).');
+      if (c.label !== undefined && (typeof c.label !== 'string' || c.label.length > 80))
+        return formError(`${here}.label`, 'BASE_TYPE_MAX_LENGTH', 'Must be 80 or fewer in length.');
       if (c.style >= 5) {
-        if (c.custom_id !== undefined) return formError(`${here}.custom_id`, 'BUTTON_COMPONENT_CUSTOM_ID_NOT_ALLOWED', 'A link or premium button cannot have a custom id.');
+        if (c.custom_id !== undefined)
+          return formError(`${here}.custom_id`, 'BUTTON_COMPONENT_CUSTOM_ID_NOT_ALLOWED', 'A link or premium button cannot have a custom id.');
         continue;
       }
       if (typeof c.custom_id !== 'string' || c.custom_id.length < 1) return formError(`${here}.custom_id`, 'BASE_TYPE_REQUIRED', 'This field is required');

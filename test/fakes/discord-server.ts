@@ -3,8 +3,19 @@ import { buffer as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  componentsError, dmChannel, formError, guildCreate, member, pingsOf, role, snowflake, textChannel, threadChannel, user,
-  type AllowedMentions, type UserObject,
+  componentsError,
+  dmChannel,
+  formError,
+  guildCreate,
+  member,
+  pingsOf,
+  role,
+  snowflake,
+  textChannel,
+  threadChannel,
+  user,
+  type AllowedMentions,
+  type UserObject,
 } from './discord-payloads.js';
 
 /**
@@ -240,7 +251,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       edited_timestamp: m.history.length > 1 ? new Date().toISOString() : null,
       tts: false,
       mention_everyone: m.pings.includes('everyone'),
-      mentions: m.pings.filter((p) => p.startsWith('user:')).map((p) => users.get(p.slice(5))).filter(Boolean),
+      mentions: m.pings
+        .filter((p) => p.startsWith('user:'))
+        .map((p) => users.get(p.slice(5)))
+        .filter(Boolean),
       mention_roles: m.pings.filter((p) => p.startsWith('role:')).map((p) => p.slice(5)),
       attachments: m.attachments.map(({ bytes: _bytes, ...a }) => a),
       embeds: [],
@@ -248,7 +262,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       flags: m.flags | (m.embedsSuppressed ? SUPPRESS_EMBEDS : 0),
       components: m.components,
       ...(m.nonce !== undefined && { nonce: m.nonce }),
-      ...(m.message_reference && { message_reference: { type: 0, message_id: m.message_reference.message_id, channel_id: m.channel_id, ...(ch?.guild && { guild_id: ids.guild }) } }),
+      ...(m.message_reference && {
+        message_reference: { type: 0, message_id: m.message_reference.message_id, channel_id: m.channel_id, ...(ch?.guild && { guild_id: ids.guild }) },
+      }),
       ...(m.via === 'original' || m.via === 'followup' ? { webhook_id: ids.app, application_id: ids.app } : {}),
     };
   }
@@ -265,13 +281,17 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     if (!content.trim() && components.length === 0 && attached.length === 0 && !(flags & LOADING)) return err(400, 'Cannot send an empty message', 50006);
     const allowed = body?.allowed_mentions as AllowedMentions | undefined;
     if (allowed?.parse?.includes('users') && allowed.users) {
-      return { status: 400, body: formError('allowed_mentions', 'MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE', 'parse:["users"] and users: [ids...] are mutually exclusive.') };
+      return {
+        status: 400,
+        body: formError('allowed_mentions', 'MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE', 'parse:["users"] and users: [ids...] are mutually exclusive.'),
+      };
     }
     let repliedAuthor: string | undefined;
     let reference: FakeMessage['message_reference'];
     if (body?.message_reference?.message_id) {
       const target = live(body.message_reference.message_id);
-      if (!target && body.message_reference.fail_if_not_exists !== false) return { status: 400, body: formError('message_reference', 'REPLIES_UNKNOWN_MESSAGE', 'Unknown message') };
+      if (!target && body.message_reference.fail_if_not_exists !== false)
+        return { status: 400, body: formError('message_reference', 'REPLIES_UNKNOWN_MESSAGE', 'Unknown message') };
       if (target) {
         reference = { message_id: target.id, channel_id: channelId };
         repliedAuthor = target.author.id;
@@ -312,7 +332,18 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       const id = snowflake();
       const url = `${base}/attachments/${channelId}/${id}/${encodeURIComponent(filename)}?ex=6700&is=6600&hm=fake`;
       uploaded.set(id, f.bytes);
-      return [{ id, filename, ...(typeof entry?.description === 'string' && { description: entry.description }), size: f.bytes.length, url, proxy_url: url.replace(base, `${base}/media`), content_type: f.contentType || 'application/octet-stream', bytes: f.bytes }];
+      return [
+        {
+          id,
+          filename,
+          ...(typeof entry?.description === 'string' && { description: entry.description }),
+          size: f.bytes.length,
+          url,
+          proxy_url: url.replace(base, `${base}/media`),
+          content_type: f.contentType || 'application/octet-stream',
+          bytes: f.bytes,
+        },
+      ];
     });
   }
 
@@ -321,7 +352,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       const bad = componentsError(body.components);
       if (bad) return { status: 400, body: bad };
     }
-    if (typeof body?.content === 'string' && body.content.length > 2000) return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
+    if (typeof body?.content === 'string' && body.content.length > 2000)
+      return { status: 400, body: formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.') };
     // `components: []` removes them; absent leaves them as they are.
     if (body?.components !== undefined) {
       m.components = structuredClone(body.components);
@@ -347,41 +379,66 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
 
   const routes: Route[] = [
     {
-      method: 'GET', re: /^\/gateway\/bot$/, auth: true,
-      handle: () => ({ status: 200, body: { url: `${wsBase}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } } }),
+      method: 'GET',
+      re: /^\/gateway\/bot$/,
+      auth: true,
+      handle: () => ({
+        status: 200,
+        body: { url: `${wsBase}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } },
+      }),
     },
     { method: 'GET', re: /^\/users\/@me$/, auth: true, handle: () => ({ status: 200, body: { ...bot, verified: true, mfa_enabled: false, locale: 'en-US' } }) },
     {
       // The application's flags carry GATEWAY_MESSAGE_CONTENT (1 << 18) when the portal's Message Content Intent is on.
-      method: 'GET', re: /^\/applications\/@me$/, auth: true,
-      handle: () => ({ status: 200, body: { id: ids.app, name: 'switchboard', description: '', bot_public: true, bot_require_code_grant: false, bot: { ...bot }, verify_key: 'fake', flags: options.applicationFlags ?? (options.messageContentAllowed === false ? 0 : 1 << 18) } }),
+      method: 'GET',
+      re: /^\/applications\/@me$/,
+      auth: true,
+      handle: () => ({
+        status: 200,
+        body: {
+          id: ids.app,
+          name: 'switchboard',
+          description: '',
+          bot_public: true,
+          bot_require_code_grant: false,
+          bot: { ...bot },
+          verify_key: 'fake',
+          flags: options.applicationFlags ?? (options.messageContentAllowed === false ? 0 : 1 << 18),
+        },
+      }),
     },
-    ...(['GET', 'PUT'] as const).map((method): Route => ({
-      method, re: /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/, auth: true,
-      handle: (m, req) => {
-        if (m[1] !== ids.app) return err(403, 'Missing Access', 50001);
-        if (m[2] !== undefined && m[2] !== ids.guild) return err(403, 'Missing Access', 50001);
-        const list = () => (m[2] ? (commands.guild.get(m[2]) ?? []) : commands.global);
-        if (method === 'GET') return { status: 200, body: list() };
-        if (!Array.isArray(req.body)) return { status: 400, body: formError('_errors', 'BASE_TYPE_ARRAY', 'Must be an array') };
-        const saved = req.body.map((c: any) => ({
-          id: list().find((old: any) => old.name === c.name)?.id ?? snowflake(),
-          application_id: ids.app,
-          version: snowflake(),
-          default_member_permissions: null,
-          type: 1,
-          nsfw: false,
-          ...(m[2] && { guild_id: m[2] }),
-          ...c,
-          options: (c.options ?? []).map((o: any) => ({ ...o })),
-        }));
-        if (m[2]) commands.guild.set(m[2], saved);
-        else commands.global = saved;
-        return { status: 200, body: saved };
-      },
-    })),
+    ...(['GET', 'PUT'] as const).map(
+      (method): Route => ({
+        method,
+        re: /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/,
+        auth: true,
+        handle: (m, req) => {
+          if (m[1] !== ids.app) return err(403, 'Missing Access', 50001);
+          if (m[2] !== undefined && m[2] !== ids.guild) return err(403, 'Missing Access', 50001);
+          const list = () => (m[2] ? (commands.guild.get(m[2]) ?? []) : commands.global);
+          if (method === 'GET') return { status: 200, body: list() };
+          if (!Array.isArray(req.body)) return { status: 400, body: formError('_errors', 'BASE_TYPE_ARRAY', 'Must be an array') };
+          const saved = req.body.map((c: any) => ({
+            id: list().find((old: any) => old.name === c.name)?.id ?? snowflake(),
+            application_id: ids.app,
+            version: snowflake(),
+            default_member_permissions: null,
+            type: 1,
+            nsfw: false,
+            ...(m[2] && { guild_id: m[2] }),
+            ...c,
+            options: (c.options ?? []).map((o: any) => ({ ...o })),
+          }));
+          if (m[2]) commands.guild.set(m[2], saved);
+          else commands.global = saved;
+          return { status: 200, body: saved };
+        },
+      }),
+    ),
     {
-      method: 'POST', re: /^\/interactions\/(\d+)\/([^/]+)\/callback$/, auth: false,
+      method: 'POST',
+      re: /^\/interactions\/(\d+)\/([^/]+)\/callback$/,
+      auth: false,
       handle: (m, req) => {
         const ix = interactions.get(m[1]!);
         if (!ix || ix.token !== m[2] || ix.expired) return err(404, 'Unknown interaction', 10062);
@@ -399,9 +456,28 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
             const bad = editMessage(target, req.body?.data ?? {});
             if (bad) return bad;
           }
-          Object.assign(ix, { callbackType: type, callbackFlags: flags, callbackAt: Date.now(), callbackData: req.body?.data, ...(typeof req.body?.data?.content === 'string' && { callbackContent: req.body.data.content }) });
+          Object.assign(ix, {
+            callbackType: type,
+            callbackFlags: flags,
+            callbackAt: Date.now(),
+            callbackData: req.body?.data,
+            ...(typeof req.body?.data?.content === 'string' && { callbackContent: req.body.data.content }),
+          });
           if (req.query.get('with_response') === 'true') {
-            return { status: 200, body: { interaction: { id: ix.id, type: 3, activity_instance_id: null, response_message_id: target.id, response_message_loading: false, response_message_ephemeral: false }, resource: { type, message: messageObject(target) } } };
+            return {
+              status: 200,
+              body: {
+                interaction: {
+                  id: ix.id,
+                  type: 3,
+                  activity_instance_id: null,
+                  response_message_id: target.id,
+                  response_message_loading: false,
+                  response_message_ephemeral: false,
+                },
+                resource: { type, message: messageObject(target) },
+              },
+            };
           }
           return { status: 204 };
         }
@@ -409,15 +485,37 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
         if (!('id' in made)) return made;
         made.interactionId = ix.id;
         messages.push(made);
-        Object.assign(ix, { callbackType: type, callbackFlags: flags, callbackAt: Date.now(), callbackData: req.body?.data, originalId: made.id, ...(type === 4 && { callbackContent: made.content }) });
+        Object.assign(ix, {
+          callbackType: type,
+          callbackFlags: flags,
+          callbackAt: Date.now(),
+          callbackData: req.body?.data,
+          originalId: made.id,
+          ...(type === 4 && { callbackContent: made.content }),
+        });
         if (req.query.get('with_response') === 'true') {
-          return { status: 200, body: { interaction: { id: ix.id, type: ix.kind === 'component' ? 3 : 2, activity_instance_id: null, response_message_id: made.id, response_message_loading: type === 5, response_message_ephemeral: (flags & EPHEMERAL) !== 0 }, resource: { type, message: messageObject(made) } } };
+          return {
+            status: 200,
+            body: {
+              interaction: {
+                id: ix.id,
+                type: ix.kind === 'component' ? 3 : 2,
+                activity_instance_id: null,
+                response_message_id: made.id,
+                response_message_loading: type === 5,
+                response_message_ephemeral: (flags & EPHEMERAL) !== 0,
+              },
+              resource: { type, message: messageObject(made) },
+            },
+          };
         }
         return { status: 204 };
       },
     },
     {
-      method: 'PATCH', re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/, auth: false,
+      method: 'PATCH',
+      re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/,
+      auth: false,
       handle: (m, req) => {
         const ix = webhookInteraction(m[1]!, m[2]!);
         if (!('token' in ix)) return ix;
@@ -428,7 +526,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       },
     },
     {
-      method: 'GET', re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/, auth: false,
+      method: 'GET',
+      re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/,
+      auth: false,
       handle: (m) => {
         const ix = webhookInteraction(m[1]!, m[2]!);
         if (!('token' in ix)) return ix;
@@ -437,7 +537,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       },
     },
     {
-      method: 'DELETE', re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/, auth: false,
+      method: 'DELETE',
+      re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/@original$/,
+      auth: false,
       handle: (m) => {
         const ix = webhookInteraction(m[1]!, m[2]!);
         if (!('token' in ix)) return ix;
@@ -447,24 +549,30 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
         return { status: 204 };
       },
     },
-    ...(['GET', 'PATCH', 'DELETE'] as const).map((method): Route => ({
-      // Get / Edit / Delete Followup Message: only a message of this interaction (its response or a follow-up); anything else is 404 Unknown Message.
-      method, re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(\d+)$/, auth: false,
-      handle: (m, req) => {
-        const ix = webhookInteraction(m[1]!, m[2]!);
-        if (!('token' in ix)) return ix;
-        const target = live(m[3]!);
-        if (!target || target.interactionId !== ix.id) return err(404, 'Unknown Message', 10008);
-        if (method === 'DELETE') {
-          target.deleted = true;
-          return { status: 204 };
-        }
-        const bad = method === 'PATCH' ? editMessage(target, req.body) : undefined;
-        return bad ?? { status: 200, body: messageObject(target) };
-      },
-    })),
+    ...(['GET', 'PATCH', 'DELETE'] as const).map(
+      (method): Route => ({
+        // Get / Edit / Delete Followup Message: only a message of this interaction (its response or a follow-up); anything else is 404 Unknown Message.
+        method,
+        re: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(\d+)$/,
+        auth: false,
+        handle: (m, req) => {
+          const ix = webhookInteraction(m[1]!, m[2]!);
+          if (!('token' in ix)) return ix;
+          const target = live(m[3]!);
+          if (!target || target.interactionId !== ix.id) return err(404, 'Unknown Message', 10008);
+          if (method === 'DELETE') {
+            target.deleted = true;
+            return { status: 204 };
+          }
+          const bad = method === 'PATCH' ? editMessage(target, req.body) : undefined;
+          return bad ?? { status: 200, body: messageObject(target) };
+        },
+      }),
+    ),
     {
-      method: 'POST', re: /^\/webhooks\/(\d+)\/([^/]+)$/, auth: false,
+      method: 'POST',
+      re: /^\/webhooks\/(\d+)\/([^/]+)$/,
+      auth: false,
       handle: (m, req) => {
         const ix = webhookInteraction(m[1]!, m[2]!);
         if (!('token' in ix)) return ix;
@@ -480,7 +588,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       },
     },
     {
-      method: 'POST', re: /^\/channels\/(\d+)\/messages$/, auth: true,
+      method: 'POST',
+      re: /^\/channels\/(\d+)\/messages$/,
+      auth: true,
       handle: (m, req) => {
         if (!channelOf(m[1]!)) return err(404, 'Unknown Channel', 10003);
         // enforce_nonce: a message of ours with this nonce made in the last few minutes is returned, not made again.
@@ -495,7 +605,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       },
     },
     {
-      method: 'PATCH', re: /^\/channels\/(\d+)\/messages\/(\d+)$/, auth: true,
+      method: 'PATCH',
+      re: /^\/channels\/(\d+)\/messages\/(\d+)$/,
+      auth: true,
       handle: (m, req) => {
         const target = live(m[2]!);
         // An ephemeral interaction message exists only for its user: the channel's endpoints do not know it.
@@ -506,7 +618,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       },
     },
     {
-      method: 'DELETE', re: /^\/channels\/(\d+)\/messages\/(\d+)$/, auth: true,
+      method: 'DELETE',
+      re: /^\/channels\/(\d+)\/messages\/(\d+)$/,
+      auth: true,
       handle: (m) => {
         const target = live(m[2]!);
         if (!target || target.channel_id !== m[1] || target.flags & EPHEMERAL) return err(404, 'Unknown Message', 10008);
@@ -515,7 +629,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       },
     },
     {
-      method: 'POST', re: /^\/channels\/(\d+)\/typing$/, auth: true,
+      method: 'POST',
+      re: /^\/channels\/(\d+)\/typing$/,
+      auth: true,
       handle: (m) => (channelOf(m[1]!) ? { status: 204 } : err(404, 'Unknown Channel', 10003)),
     },
   ];
@@ -525,14 +641,27 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     const file = /^(?:\/media)?\/attachments\/\d+\/(\d+)\/(.+)$/.exec(url.pathname);
     if (req.method === 'GET' && file) {
       const bytes = uploaded.get(file[1]!) ?? attachments.get(decodeURIComponent(file[2]!));
-      return send(res, bytes ? { status: 200, raw: bytes, headers: { 'content-type': 'application/octet-stream' } } : { status: 404, raw: Buffer.from('Not Found') });
+      return send(
+        res,
+        bytes ? { status: 200, raw: bytes, headers: { 'content-type': 'application/octet-stream' } } : { status: 404, raw: Buffer.from('Not Found') },
+      );
     }
     const raw = await readBody(req);
     if (raw.length > REQUEST_LIMIT_BYTES) return send(res, err(413, 'Request entity too large', 40005));
     const parsed = await parseBody(raw, req.headers['content-type']);
     if (!('files' in parsed)) return send(res, parsed);
     const path = decodeURIComponent(url.pathname.replace(/^\/api\/v10/, ''));
-    const recorded: RecordedRequest = { seq: ++seq, method: req.method ?? 'GET', path, query: url.searchParams, body: parsed.body, files: parsed.files, auth: req.headers.authorization, status: 0, at: Date.now() };
+    const recorded: RecordedRequest = {
+      seq: ++seq,
+      method: req.method ?? 'GET',
+      path,
+      query: url.searchParams,
+      body: parsed.body,
+      files: parsed.files,
+      auth: req.headers.authorization,
+      status: 0,
+      at: Date.now(),
+    };
     requests.push(recorded);
     const reply = await route(recorded, url.pathname.startsWith('/api/v10/'));
     recorded.status = reply.status;
@@ -599,7 +728,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     if (f.times <= 0) failures.splice(failures.indexOf(f), 1);
     if (f.status === 429) {
       const after = f.retryAfter ?? 1;
-      return { status: 429, body: f.body ?? { message: 'You are being rate limited.', retry_after: after, global: false }, headers: { 'retry-after': String(Math.ceil(after)), 'x-ratelimit-scope': 'user' } };
+      return {
+        status: 429,
+        body: f.body ?? { message: 'You are being rate limited.', retry_after: after, global: false },
+        headers: { 'retry-after': String(Math.ceil(after)), 'x-ratelimit-scope': 'user' },
+      };
     }
     return { status: f.status, body: f.body ?? { message: f.status >= 500 ? '500: Internal Server Error' : `HTTP ${f.status}`, code: 0 } };
   }
@@ -635,15 +768,18 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       _trace: ['["fake-gateway",{"micros":0}]'],
     });
     const botMember = member(bot, [ids.botRole]);
-    dispatch('GUILD_CREATE', guildCreate({
-      id: ids.guild,
-      name: 'Switchboard test guild',
-      ownerId: ids.alice,
-      roles: [role(ids.guild, '@everyone', 0, '2248473465835073'), role(ids.botRole, 'switchboard', 1, '274878008320', ids.app)],
-      channels: [textChannel(ids.general, 'general', 0), textChannel(ids.random, 'random', 1)],
-      threads: [threadChannel(ids.thread, ids.guild, ids.general, ids.alice, 'a thread')],
-      members: [botMember, member(users.get(ids.alice))],
-    }));
+    dispatch(
+      'GUILD_CREATE',
+      guildCreate({
+        id: ids.guild,
+        name: 'Switchboard test guild',
+        ownerId: ids.alice,
+        roles: [role(ids.guild, '@everyone', 0, '2248473465835073'), role(ids.botRole, 'switchboard', 1, '274878008320', ids.app)],
+        channels: [textChannel(ids.general, 'general', 0), textChannel(ids.random, 'random', 1)],
+        threads: [threadChannel(ids.thread, ids.guild, ids.general, ids.alice, 'a thread')],
+        members: [botMember, member(users.get(ids.alice))],
+      }),
+    );
   }
 
   function dispatch(t: string, d: unknown): number {
@@ -678,7 +814,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
           if (p.d?.token !== botToken) return ws.close(4004, 'Authentication failed.');
           const intents = Number(p.d.intents);
           if (!Number.isInteger(intents) || intents < 0) return ws.close(4013, 'Invalid intent(s).');
-          if ((intents & PRIVILEGED_INTENTS & MESSAGE_CONTENT_INTENT) && options.messageContentAllowed === false) return ws.close(4014, 'Disallowed intent(s).');
+          if (intents & PRIVILEGED_INTENTS & MESSAGE_CONTENT_INTENT && options.messageContentAllowed === false) return ws.close(4014, 'Disallowed intent(s).');
           if (gateway.holdReady) gateway.pendingReady = ws;
           else ready(ws);
           break;
@@ -717,15 +853,18 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     const token = Buffer.from(`interaction:${id}:${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`).toString('base64url');
     const ix: FakeInteraction = { id, token, kind, name, channelId, userId: u.id, createdAt: Date.now(), followups: [], expired: false };
     interactions.set(id, ix);
-    const channel = ch.type === 1
-      ? dmChannel(channelId, u)
-      : ch.type === 11
-        ? { ...threadChannel(channelId, ids.guild, ids.general, ids.alice, 'a thread'), permissions: '2248473465835073' }
-        : { ...textChannel(channelId, channelId === ids.random ? 'random' : 'general'), guild_id: ids.guild, permissions: '2248473465835073' };
+    const channel =
+      ch.type === 1
+        ? dmChannel(channelId, u)
+        : ch.type === 11
+          ? { ...threadChannel(channelId, ids.guild, ids.general, ids.alice, 'a thread'), permissions: '2248473465835073' }
+          : { ...textChannel(channelId, channelId === ids.random ? 'random' : 'general'), guild_id: ids.guild, permissions: '2248473465835073' };
     const envelope = {
       id,
       application_id: ids.app,
-      ...(ch.guild ? { guild_id: ids.guild, guild: { id: ids.guild, locale: 'en-US', features: [] }, member: { ...member(u, [], '2248473465835073') } } : { user: u }),
+      ...(ch.guild
+        ? { guild_id: ids.guild, guild: { id: ids.guild, locale: 'en-US', features: [] }, member: { ...member(u, [], '2248473465835073') } }
+        : { user: u }),
       channel,
       channel_id: channelId,
       token,
@@ -782,8 +921,20 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       const mentioned = [...o.content.matchAll(/<@!?(\d+)>/g)].map((x) => users.get(x[1]!)).filter((u): u is UserObject => !!u);
       if (target && !mentioned.some((u) => u.id === target.author.id)) mentioned.push(target.author);
       const m: FakeMessage = {
-        id: snowflake(), channel_id: o.channel, author, content: o.content, flags: 0, embedsSuppressed: false, history: [o.content], pings: [],
-        components: [], shownCustomIds: [], attachments: [], via: 'user', deleted: false, createdAt: Date.now(),
+        id: snowflake(),
+        channel_id: o.channel,
+        author,
+        content: o.content,
+        flags: 0,
+        embedsSuppressed: false,
+        history: [o.content],
+        pings: [],
+        components: [],
+        shownCustomIds: [],
+        attachments: [],
+        via: 'user',
+        deleted: false,
+        createdAt: Date.now(),
         ...(target && { message_reference: { message_id: target.id, channel_id: o.channel } }),
       };
       messages.push(m);
@@ -813,7 +964,13 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       dispatch('INTERACTION_CREATE', {
         ...envelope,
         type: 2,
-        data: { id: commandIds[o.name], name: o.name, type: 1, ...(o.prompt !== undefined && { options: [{ name: 'prompt', type: 3, value: o.prompt }] }), ...(ch.guild && { guild_id: ids.guild }) },
+        data: {
+          id: commandIds[o.name],
+          name: o.name,
+          type: 1,
+          ...(o.prompt !== undefined && { options: [{ name: 'prompt', type: 3, value: o.prompt }] }),
+          ...(ch.guild && { guild_id: ids.guild }),
+        },
       });
       return ix;
     },
@@ -875,7 +1032,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
 
 /** The custom_ids of the buttons in a message's action rows. */
 function customIdsOf(components: any[]): string[] {
-  return components.flatMap((row: any) => (Array.isArray(row?.components) ? row.components : [])).flatMap((c: any) => (typeof c?.custom_id === 'string' ? [c.custom_id] : []));
+  return components
+    .flatMap((row: any) => (Array.isArray(row?.components) ? row.components : []))
+    .flatMap((c: any) => (typeof c?.custom_id === 'string' ? [c.custom_id] : []));
 }
 
 function send(res: ServerResponse, reply: Reply): void {
@@ -901,4 +1060,3 @@ function send(res: ServerResponse, reply: Reply): void {
   res.writeHead(reply.status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
-

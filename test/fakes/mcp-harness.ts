@@ -24,7 +24,11 @@ export function captureLog(level = 'debug'): { log: Logger; lines: () => Record<
   return {
     log,
     raw: () => raw,
-    lines: () => raw.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      raw
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }
 

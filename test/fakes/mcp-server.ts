@@ -5,13 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  CallToolRequestSchema,
-  isInitializeRequest,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** A 1×1 PNG. */
 export const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
@@ -34,7 +28,12 @@ interface FakeTool {
 }
 
 const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
-const object = (properties: Record<string, object>, required: string[] = []) => ({ type: 'object' as const, properties, required, additionalProperties: false });
+const object = (properties: Record<string, object>, required: string[] = []) => ({
+  type: 'object' as const,
+  properties,
+  required,
+  additionalProperties: false,
+});
 
 /**
  * The tools of a fake MCP server, shared by every connection to it (one low-level SDK `Server`
@@ -95,22 +94,28 @@ export class FakeMcpTools {
       isError: true,
       content: [{ type: 'text', text: 'the backend said no' }],
     }));
-    add(
-      { name: 'sleep', description: 'Sleeps for ms milliseconds.', inputSchema: object({ ms: { type: 'integer', minimum: 0 } }, ['ms']) },
-      (args, signal) => {
-        this.slept++;
-        return new Promise((resolve, reject) => {
-          const timer = setTimeout(() => resolve(text(`slept ${String(args.ms)} ms`)), Number(args.ms));
-          signal.addEventListener('abort', () => {
+    add({ name: 'sleep', description: 'Sleeps for ms milliseconds.', inputSchema: object({ ms: { type: 'integer', minimum: 0 } }, ['ms']) }, (args, signal) => {
+      this.slept++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => resolve(text(`slept ${String(args.ms)} ms`)), Number(args.ms));
+        signal.addEventListener(
+          'abort',
+          () => {
             clearTimeout(timer);
             this.cancelled++;
             reject(new Error('cancelled'));
-          }, { once: true });
-        });
-      },
-    );
+          },
+          { once: true },
+        );
+      });
+    });
     add(
-      { name: 'env', description: 'Reads an environment variable, or lists their names.', inputSchema: object({ name: { type: 'string' } }), annotations: { readOnlyHint: true } },
+      {
+        name: 'env',
+        description: 'Reads an environment variable, or lists their names.',
+        inputSchema: object({ name: { type: 'string' } }),
+        annotations: { readOnlyHint: true },
+      },
       async ({ name }) => text(typeof name === 'string' ? (process.env[name] ?? '(unset)') : Object.keys(process.env).sort().join(',')),
     );
     add({ name: 'pid', description: 'The server process id.', inputSchema: object({}), annotations: { readOnlyHint: true } }, async () =>
@@ -119,10 +124,13 @@ export class FakeMcpTools {
     add({ name: LONG_TOOL, description: 'A tool with a long name.', inputSchema: object({}), annotations: { readOnlyHint: true } }, async () =>
       text('the long one answered'),
     );
-    add({ name: 'add_tool', description: 'Adds a tool and tells the clients.', inputSchema: object({ name: { type: 'string' } }, ['name']) }, async ({ name }) => {
-      await this.addTool(String(name));
-      return text(`added ${String(name)}`);
-    });
+    add(
+      { name: 'add_tool', description: 'Adds a tool and tells the clients.', inputSchema: object({ name: { type: 'string' } }, ['name']) },
+      async ({ name }) => {
+        await this.addTool(String(name));
+        return text(`added ${String(name)}`);
+      },
+    );
   }
 
   /** Registers a tool answering "I am <name>" and sends notifications/tools/list_changed to every client. */
@@ -197,7 +205,8 @@ export async function startFakeMcpHttp(tools: FakeMcpTools, options: { mode?: 's
       let transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
       if (!transport) {
         if (sessionId !== undefined || req.method !== 'POST' || !isInitializeRequest(body)) {
-          return void res.writeHead(sessionId !== undefined ? 404 : 400, { 'content-type': 'application/json' })
+          return void res
+            .writeHead(sessionId !== undefined ? 404 : 400, { 'content-type': 'application/json' })
             .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no such session' }, id: null }));
         }
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({

@@ -82,7 +82,14 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
-      return sendJson(res, 401, { error: { message: 'Incorrect API key provided: sk-w****. You can find your API key at https://platform.openai.com/account/api-keys.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+      return sendJson(res, 401, {
+        error: {
+          message: 'Incorrect API key provided: sk-w****. You can find your API key at https://platform.openai.com/account/api-keys.',
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
+      });
     }
     if (req.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, {

@@ -128,7 +128,16 @@ export interface FakeSlack {
 }
 
 /** Every bot scope the README asks for, as Slack lists them in `x-oauth-scopes`. */
-export const REQUIRED_SCOPES = ['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'files:write', 'im:history', 'reactions:write'];
+export const REQUIRED_SCOPES = [
+  'app_mentions:read',
+  'chat:write',
+  'chat:write.public',
+  'commands',
+  'files:read',
+  'files:write',
+  'im:history',
+  'reactions:write',
+];
 
 /**
  * `botToken`: the bot token it accepts (BOT_TOKEN unless a test brings its own). `scopes`: the
@@ -226,7 +235,16 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
   function handle(method: string, p: Record<string, any>): Record<string, unknown> {
     switch (method) {
       case 'auth.test':
-        return { ok: true, url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: TEAM_ID, user_id: BOT_USER_ID, bot_id: BOT_ID, is_enterprise_install: false };
+        return {
+          ok: true,
+          url: 'https://fake.slack.com/',
+          team: 'Fake Team',
+          user: 'switchboard',
+          team_id: TEAM_ID,
+          user_id: BOT_USER_ID,
+          bot_id: BOT_ID,
+          is_enterprise_install: false,
+        };
       case 'chat.postMessage': {
         if (!p.channel) return { ok: false, error: 'channel_not_found' };
         const text = String(p.text ?? '');
@@ -256,7 +274,13 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
         // As Slack: an update without blocks keeps the message's blocks only when it has no text either.
         if (blocks) message.blocks = blocks;
         else if (text) delete message.blocks;
-        return { ok: true, channel: message.channel, ts: message.ts, text, message: { text, user: BOT_USER_ID, bot_id: BOT_ID, ...(message.blocks && { blocks: message.blocks }) } };
+        return {
+          ok: true,
+          channel: message.channel,
+          ts: message.ts,
+          text,
+          message: { text, user: BOT_USER_ID, bot_id: BOT_ID, ...(message.blocks && { blocks: message.blocks }) },
+        };
       }
       case 'chat.postEphemeral': {
         if (!p.channel) return { ok: false, error: 'channel_not_found' };
@@ -283,7 +307,10 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
           reactions.set(key, [...present, name]);
         } else {
           if (!present.includes(name)) return { ok: false, error: 'no_reaction' };
-          reactions.set(key, present.filter((r) => r !== name));
+          reactions.set(
+            key,
+            present.filter((r) => r !== name),
+          );
         }
         reactionLog.set(key, [...(reactionLog.get(key) ?? []), `${method === 'reactions.add' ? '+' : '-'}${name}`]);
         return { ok: true };
@@ -339,7 +366,12 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     }
     if (method === 'chat.appendStream') return { ok: true, channel: message.channel, ts: message.ts };
     message.stream.streaming = false;
-    return { ok: true, channel: message.channel, ts: message.ts, message: { type: 'message', subtype: 'bot_message', text: message.text, bot_id: BOT_ID, ts: message.ts } };
+    return {
+      ok: true,
+      channel: message.channel,
+      ts: message.ts,
+      message: { type: 'message', subtype: 'bot_message', text: message.text, bot_id: BOT_ID, ts: message.ts },
+    };
   }
 
   /** files.completeUploadExternal: shares uploaded files, once each; one that never got its bytes is not found. */
@@ -378,7 +410,13 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
    */
   async function serveUpload(req: IncomingMessage, res: ServerResponse, ticket: string): Promise<void> {
     const raw = await readBytes(req);
-    const call: Call = { method: UPLOAD_URL, params: { ticket, bodyBytes: raw.byteLength }, token: req.headers.authorization?.replace(/^Bearer /, ''), at: Date.now(), status: 200 };
+    const call: Call = {
+      method: UPLOAD_URL,
+      params: { ticket, bodyBytes: raw.byteLength },
+      token: req.headers.authorization?.replace(/^Bearer /, ''),
+      at: Date.now(),
+      status: 200,
+    };
     calls.push(call);
     const failure = failures.get(UPLOAD_URL)?.shift();
     const plain = (status: number, text: string, headers: Record<string, string> = {}) => {
@@ -469,7 +507,14 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
       },
       send(payload, type = 'events_api', retryAttempt = 0) {
         const envelope_id = `env-${++envelopeSeq}`;
-        const frame = { envelope_id, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: retryAttempt, retry_reason: retryAttempt ? 'timeout' : '' };
+        const frame = {
+          envelope_id,
+          type,
+          payload,
+          accepts_response_payload: type !== 'events_api',
+          retry_attempt: retryAttempt,
+          retry_reason: retryAttempt ? 'timeout' : '',
+        };
         for (const ws of sockets) ws.send(JSON.stringify(frame));
         return envelope_id;
       },
@@ -492,7 +537,15 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
 
 /** A message as Slack shows it in an API answer or an interaction payload. */
 export function messageView(m: FakeMessage): Record<string, unknown> {
-  return { type: 'message', text: m.text, user: BOT_USER_ID, bot_id: BOT_ID, ts: m.ts, ...(m.thread_ts && { thread_ts: m.thread_ts }), ...(m.blocks && { blocks: m.blocks }) };
+  return {
+    type: 'message',
+    text: m.text,
+    user: BOT_USER_ID,
+    bot_id: BOT_ID,
+    ts: m.ts,
+    ...(m.thread_ts && { thread_ts: m.thread_ts }),
+    ...(m.blocks && { blocks: m.blocks }),
+  };
 }
 
 /** Slack's limits on the blocks this project sends (https://docs.slack.dev/reference/block-kit/blocks). */
@@ -508,14 +561,20 @@ function parseBlocks(raw: unknown): Record<string, any>[] | undefined | 'invalid
     return 'invalid';
   }
   if (!Array.isArray(blocks) || blocks.length > BLOCK_LIMITS.blocks) return 'invalid';
-  const textOk = (t: any, max: number, types = ['mrkdwn', 'plain_text']) => t && types.includes(t.type) && typeof t.text === 'string' && t.text.length > 0 && t.text.length <= max;
+  const textOk = (t: any, max: number, types = ['mrkdwn', 'plain_text']) =>
+    t && types.includes(t.type) && typeof t.text === 'string' && t.text.length > 0 && t.text.length <= max;
   const ok = blocks.every((b: any) => {
     if (b?.block_id !== undefined && (typeof b.block_id !== 'string' || b.block_id.length > BLOCK_LIMITS.blockId)) return false;
     switch (b?.type) {
       case 'section':
         return textOk(b.text, BLOCK_LIMITS.sectionText);
       case 'context':
-        return Array.isArray(b.elements) && b.elements.length > 0 && b.elements.length <= BLOCK_LIMITS.contextElements && b.elements.every((e: any) => textOk(e, BLOCK_LIMITS.sectionText));
+        return (
+          Array.isArray(b.elements) &&
+          b.elements.length > 0 &&
+          b.elements.length <= BLOCK_LIMITS.contextElements &&
+          b.elements.every((e: any) => textOk(e, BLOCK_LIMITS.sectionText))
+        );
       case 'actions':
         return (
           Array.isArray(b.elements) &&
@@ -549,4 +608,3 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
-

@@ -54,7 +54,11 @@ export function parseTelegramHtml(html: string): { text: string } | { error: str
       const m = /^&(lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);/.exec(html.slice(i));
       if (!m) return { error: `Character entity is not terminated at byte offset ${i}` };
       const name = m[1]!;
-      out += name.startsWith('#x') ? String.fromCodePoint(parseInt(name.slice(2), 16)) : name.startsWith('#') ? String.fromCodePoint(Number(name.slice(1))) : ENTITIES[name]!;
+      out += name.startsWith('#x')
+        ? String.fromCodePoint(parseInt(name.slice(2), 16))
+        : name.startsWith('#')
+          ? String.fromCodePoint(Number(name.slice(1)))
+          : ENTITIES[name]!;
       i += m[0].length;
       continue;
     }

@@ -213,7 +213,8 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       sendJson(res, status, payload);
     };
     // Telegram's front end refuses an oversized upload before it looks at the token or the method.
-    if (Object.values(body).some((v) => isUploadedFile(v) && v.bytes.byteLength > TELEGRAM_UPLOAD_LIMIT)) return answer(413, { ok: false, error_code: 413, description: 'Request Entity Too Large' });
+    if (Object.values(body).some((v) => isUploadedFile(v) && v.bytes.byteLength > TELEGRAM_UPLOAD_LIMIT))
+      return answer(413, { ok: false, error_code: 413, description: 'Request Entity Too Large' });
     if (match[1] !== token) return answer(401, { ok: false, error_code: 401, description: 'Unauthorized' });
     if ('error' in parsed) return answer(400, { ok: false, error_code: 400, description: `Bad Request: ${parsed.error}` });
     const fault = faults.find((f) => f.method === method && (f.when?.(body) ?? true));
@@ -225,7 +226,12 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         const swallow = { writeHead: () => swallow, end: () => res.destroy() } as unknown as ServerResponse;
         return perform(method, body, call, swallow);
       }
-      return answer(fault.status, { ok: false, error_code: fault.status, description: fault.description, ...(fault.parameters && { parameters: fault.parameters }) });
+      return answer(fault.status, {
+        ok: false,
+        error_code: fault.status,
+        description: fault.description,
+        ...(fault.parameters && { parameters: fault.parameters }),
+      });
     }
     const holdMs = method === 'getUpdates' ? 0 : (hold?.(call) ?? 0);
     return perform(method, body, call, holdMs > 0 ? heldResponse(res, holdMs) : res);
@@ -241,7 +247,14 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     const bad = (description: string) => answer(400, { ok: false, error_code: 400, description: `Bad Request: ${description}` });
     switch (method) {
       case 'getMe':
-        return ok({ ...BOT_USER, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false, can_connect_to_business: false, has_main_web_app: false });
+        return ok({
+          ...BOT_USER,
+          can_join_groups: true,
+          can_read_all_group_messages: false,
+          supports_inline_queries: false,
+          can_connect_to_business: false,
+          has_main_web_app: false,
+        });
       case 'setMyCommands':
         commands = body.commands;
         return ok(true);
@@ -249,7 +262,11 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         webhook = undefined;
         return ok(true);
       case 'setWebhook':
-        webhook = { url: body.url, ...(body.secret_token && { secret_token: body.secret_token }), ...(body.allowed_updates && { allowed_updates: body.allowed_updates }) };
+        webhook = {
+          url: body.url,
+          ...(body.secret_token && { secret_token: body.secret_token }),
+          ...(body.allowed_updates && { allowed_updates: body.allowed_updates }),
+        };
         if (pending) endPoll(pending, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
         return ok(true);
       case 'getWebhookInfo':
@@ -297,7 +314,9 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         if ('error' in parsed) return bad(parsed.error);
         const keyboard = body.reply_markup?.inline_keyboard;
         if (parsed.text === target.text && JSON.stringify(keyboard) === JSON.stringify(target.keyboard)) {
-          return bad('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+          return bad(
+            'message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+          );
         }
         if (keyboard) target.keyboard = keyboard;
         else delete target.keyboard;
@@ -376,19 +395,39 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       ...(replyTo !== undefined && { replyTo }),
       ...(body.message_thread_id !== undefined && { threadId: body.message_thread_id }),
       ...(body.disable_notification === true && { silent: true as const }),
-      file: { kind, fileId, name: upload.name, ...(kind === 'document' && mime && { mime }), bytes: upload.bytes, ...(body.caption !== undefined && { caption: String(body.caption) }) },
+      file: {
+        kind,
+        fileId,
+        name: upload.name,
+        ...(kind === 'document' && mime && { mime }),
+        bytes: upload.bytes,
+        ...(body.caption !== undefined && { caption: String(body.caption) }),
+      },
       deleted: false,
       edits: 0,
     });
     const media =
       kind === 'photo'
         ? { photo: photoSizes(fileId, size!, upload.bytes.byteLength) }
-        : { document: { file_name: upload.name, ...(mime && { mime_type: mime }), file_id: fileId, file_unique_id: `u-${fileId}`, file_size: upload.bytes.byteLength } };
+        : {
+            document: {
+              file_name: upload.name,
+              ...(mime && { mime_type: mime }),
+              file_id: fileId,
+              file_unique_id: `u-${fileId}`,
+              file_size: upload.bytes.byteLength,
+            },
+          };
     ok({ ...messageBase(chatId, messageId, body), ...media, ...(caption && { caption: caption.text }) });
   }
 
   function getUpdates(res: ServerResponse, body: any, call: RecordedCall): void {
-    if (webhook) return endPoll({ res, call } as PendingPoll, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+    if (webhook)
+      return endPoll(
+        { res, call } as PendingPoll,
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
     if (pending) endPoll(pending, 409, 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running');
     const offset = Number(body.offset ?? 0);
     const limit = Number(body.limit ?? 100);
@@ -471,9 +510,20 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     pressButton(from, message, data) {
       const id = String(nextUpdateId * 7 + openQueries.size);
       openQueries.add(id);
-      const chat = message.chatId > 0 ? { id: message.chatId, type: 'private', first_name: 'User' } : { id: message.chatId, type: 'supergroup', title: 'Group' };
-      const shown = { message_id: message.messageId, from: BOT_USER, chat, date: Math.floor(Date.now() / 1000), text: message.text, ...(message.keyboard && { reply_markup: { inline_keyboard: message.keyboard } }) };
-      updates.push({ update: { update_id: ++nextUpdateId, callback_query: { id, from, message: shown, chat_instance: `ci-${message.chatId}`, data } }, redeliver: false });
+      const chat =
+        message.chatId > 0 ? { id: message.chatId, type: 'private', first_name: 'User' } : { id: message.chatId, type: 'supergroup', title: 'Group' };
+      const shown = {
+        message_id: message.messageId,
+        from: BOT_USER,
+        chat,
+        date: Math.floor(Date.now() / 1000),
+        text: message.text,
+        ...(message.keyboard && { reply_markup: { inline_keyboard: message.keyboard } }),
+      };
+      updates.push({
+        update: { update_id: ++nextUpdateId, callback_query: { id, from, message: shown, chat_instance: `ci-${message.chatId}`, data } },
+        redeliver: false,
+      });
       wake();
       return id;
     },
@@ -541,4 +591,3 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
-

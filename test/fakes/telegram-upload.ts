@@ -43,7 +43,8 @@ export function parseMultipart(body: Buffer, contentType: string): MultipartForm
     if (name === undefined) return { error: 'a multipart part has no name' };
     const content = body.subarray(headerEnd + 4, next);
     const filename = param(disposition, 'filename');
-    if (filename !== undefined) form.files.set(name, { name: filename, type: headers.get('content-type') ?? 'application/octet-stream', bytes: new Uint8Array(content) });
+    if (filename !== undefined)
+      form.files.set(name, { name: filename, type: headers.get('content-type') ?? 'application/octet-stream', bytes: new Uint8Array(content) });
     else form.fields.set(name, content.toString('utf8'));
     pos = next + CRLF.length;
   }
@@ -95,7 +96,8 @@ function param(disposition: string, key: string): string | undefined {
 /** Width and height from a PNG, JPEG or WebP header; undefined when the bytes are not one of them (Telegram: IMAGE_PROCESS_FAILED). */
 export function imageSize(bytes: Uint8Array): { width: number; height: number } | undefined {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (b.length >= 24 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+  if (b.length >= 24 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
   if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8) return jpegSize(b);
   if (b.length >= 30 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP') return webpSize(b);
   return undefined;
@@ -106,7 +108,8 @@ function jpegSize(b: Buffer): { width: number; height: number } | undefined {
     if (b[i] !== 0xff) return undefined;
     const marker = b[i + 1]!;
     // SOF0..SOF15 carry the frame size; C4 (DHT), C8 (JPG) and CC (DAC) share the range but do not.
-    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) return { height: b.readUInt16BE(i + 5), width: b.readUInt16BE(i + 7) };
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc)
+      return { height: b.readUInt16BE(i + 5), width: b.readUInt16BE(i + 7) };
     i += 2 + b.readUInt16BE(i + 2);
   }
   return undefined;

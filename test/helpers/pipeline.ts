@@ -44,7 +44,10 @@ export class PipelineHarness {
   ) {
     this.redis = testRedis();
     this.keys = new SessionKeys(prefix, 'runs');
-    this.queue = createRunQueue({ prefix, name: 'runs', concurrency: 1, lockDurationMs: 0, stalledIntervalMs: 0, reconcileIntervalMs: 0, foldMax: 10 }, this.redis);
+    this.queue = createRunQueue(
+      { prefix, name: 'runs', concurrency: 1, lockDurationMs: 0, stalledIntervalMs: 0, reconcileIntervalMs: 0, foldMax: 10 },
+      this.redis,
+    );
     this.producer = new Producer(this.redis, this.queue, this.keys);
   }
 
@@ -122,10 +125,15 @@ export class PipelineHarness {
   }
 
   async waitEnded(sessions: string[], ids: string[], timeoutMs = 60_000): Promise<Map<string, number>> {
-    return waitFor(`${ids.length} messages answered`, async () => {
-      const counts = await this.endedCounts(sessions);
-      return ids.every((id) => counts.has(id)) && counts;
-    }, timeoutMs, 100);
+    return waitFor(
+      `${ids.length} messages answered`,
+      async () => {
+        const counts = await this.endedCounts(sessions);
+        return ids.every((id) => counts.has(id)) && counts;
+      },
+      timeoutMs,
+      100,
+    );
   }
 
   /** The user texts stored in a session's history, in order. */

@@ -35,7 +35,12 @@ export function spawnNode(script: string, args: string[], env: Record<string, st
   };
 }
 
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 25): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -52,7 +57,11 @@ export const PROCESS_READY_MS = 60_000;
 export async function spawnWorker(env: Record<string, string>): Promise<Spawned> {
   const worker = spawnNode('src/cli/main.ts', ['worker'], { LOG_LEVEL: 'info', ...env });
   try {
-    await waitFor('worker ready', () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))), PROCESS_READY_MS);
+    await waitFor(
+      'worker ready',
+      () => worker.stderr().includes('"worker ready"') || (worker.child.exitCode !== null && Promise.reject(new Error(`worker exited: ${worker.stderr()}`))),
+      PROCESS_READY_MS,
+    );
   } catch (err) {
     // Not handed to the caller, so stopped here: a worker that starts late must not outlive its test.
     worker.kill('SIGKILL');

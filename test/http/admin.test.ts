@@ -68,7 +68,11 @@ describe('admin surface with ADMIN_TOKEN', () => {
       await fs.writeFile(`${dir}/a.txt`, 'alpha');
     });
     stack.fake.script([
-      { content: 'Let me read it.', toolCalls: [{ id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
+      {
+        content: 'Let me read it.',
+        toolCalls: [{ id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' }],
+        usage: { prompt_tokens: 100, completion_tokens: 10 },
+      },
       { content: 'It says alpha.', usage: { prompt_tokens: 150, completion_tokens: 5 } },
     ]);
     const message = terminalMessage('metrics', 'what does a.txt say?', 'tester');
@@ -131,7 +135,6 @@ describe('admin surface with ADMIN_TOKEN', () => {
     await fetch(`${stack.baseUrl}/admin/api/queue/resume`, { method: 'POST', headers: bearer });
     expect(await stack.queue.isPaused()).toBe(false);
   });
-
 });
 
 describe('admin rate limit', () => {
@@ -142,7 +145,8 @@ describe('admin rate limit', () => {
   it('rate-limits failed attempts, counting only refused credentials', async () => {
     expect((await get(stack, '/admin/runs/no-such-run', bearer)).status).toBe(404);
     const statuses: number[] = [];
-    for (let i = 0; i <= FAILED_LOGINS_PER_MINUTE; i++) statuses.push((await get(stack, '/admin/api/sessions', { authorization: 'Bearer wrong-again-xxxxxx' })).status);
+    for (let i = 0; i <= FAILED_LOGINS_PER_MINUTE; i++)
+      statuses.push((await get(stack, '/admin/api/sessions', { authorization: 'Bearer wrong-again-xxxxxx' })).status);
     expect(statuses).toEqual([...Array<number>(FAILED_LOGINS_PER_MINUTE).fill(401), 429]);
   });
 });
@@ -174,7 +178,11 @@ describe('bad input on the admin surface', () => {
   });
 
   it('a body that is not JSON is a short JSON 400, without a stack or install paths', async () => {
-    const res = await fetch(`${stack.baseUrl}/admin/api/queue/pause`, { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: '{"not json' });
+    const res = await fetch(`${stack.baseUrl}/admin/api/queue/pause`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: '{"not json',
+    });
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(JSON.parse(text)).toMatchObject({ ok: false });

@@ -29,9 +29,15 @@ beforeAll(async () => {
   slack = await startFakeSlack();
   telegram = await startFakeTelegram();
   stack = await startStack('fuzz', {
-    SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl,
-    TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_API_ROOT: telegram.apiRoot, TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/telegram/webhook', TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    ADMIN_TOKEN, DM_POLICY: 'open',
+    SLACK_BOT_TOKEN,
+    SLACK_SIGNING_SECRET: SIGNING_SECRET,
+    SLACK_API_URL: slack.apiUrl,
+    TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/telegram/webhook',
+    TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    ADMIN_TOKEN,
+    DM_POLICY: 'open',
   });
   await waitFor('both channels connected', () => stack.gateway.channels.every((c) => c.health().connected), 15_000);
 }, 60_000);
@@ -45,7 +51,9 @@ function slackHeaders(credential: string, body: Buffer): Record<string, string> 
   const now = Math.floor(Date.now() / 1000);
   const ts = { 'stale timestamp': now - 600, 'future timestamp': now + 3600 }[credential] ?? now;
   const secret = credential === 'other secret' ? 'not-the-secret' : SIGNING_SECRET;
-  const sig = `v0=${createHmac('sha256', secret).update(Buffer.concat([Buffer.from(`v0:${ts}:`), body])).digest('hex')}`;
+  const sig = `v0=${createHmac('sha256', secret)
+    .update(Buffer.concat([Buffer.from(`v0:${ts}:`), body]))
+    .digest('hex')}`;
   switch (credential) {
     case 'unsigned':
       return {};
@@ -54,13 +62,22 @@ function slackHeaders(credential: string, body: Buffer): Record<string, string> 
     case 'garbage timestamp':
       return { 'x-slack-request-timestamp': 'soon', 'x-slack-signature': sig };
     default:
-      return { 'x-slack-request-timestamp': String(ts), 'x-slack-signature': sig, ...(credential === 'signed' && body.length % 3 === 0 && { 'x-slack-retry-num': 'x', 'x-slack-retry-reason': '\u00e9' }) };
+      return {
+        'x-slack-request-timestamp': String(ts),
+        'x-slack-signature': sig,
+        ...(credential === 'signed' && body.length % 3 === 0 && { 'x-slack-retry-num': 'x', 'x-slack-retry-reason': '\u00e9' }),
+      };
   }
 }
 
 function credentialHeaders(plan: Plan, body: Buffer): Record<string, string> {
   if (plan.surface === 'slack') return slackHeaders(plan.credential, body);
-  if (plan.surface === 'telegram') return { secret: { [SECRET_HEADER]: WEBHOOK_SECRET }, wrong: { [SECRET_HEADER]: 'nope' }, 'secret with a suffix': { [SECRET_HEADER]: `${WEBHOOK_SECRET}x` } }[plan.credential] ?? {};
+  if (plan.surface === 'telegram')
+    return (
+      { secret: { [SECRET_HEADER]: WEBHOOK_SECRET }, wrong: { [SECRET_HEADER]: 'nope' }, 'secret with a suffix': { [SECRET_HEADER]: `${WEBHOOK_SECRET}x` } }[
+        plan.credential
+      ] ?? {}
+    );
   const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
   return (
     {
@@ -94,7 +111,8 @@ async function send(plan: Plan): Promise<Sent> {
   }
 }
 
-const describePlan = (p: Plan) => `${p.method} ${p.path.slice(0, 120)} [${p.surface}/${p.credential}${p.body ? `, ${p.body.kind}, ${p.body.contentType ?? 'no type'}, ${p.body.bytes.length} B` : ''}]`;
+const describePlan = (p: Plan) =>
+  `${p.method} ${p.path.slice(0, 120)} [${p.surface}/${p.credential}${p.body ? `, ${p.body.kind}, ${p.body.contentType ?? 'no type'}, ${p.body.bytes.length} B` : ''}]`;
 
 describe('HTTP fuzz: every endpoint, random and malformed requests', () => {
   it(`${REQUESTS} seeded requests: no 5xx, /healthz answers after every batch, nothing queued`, async () => {
@@ -119,7 +137,9 @@ describe('HTTP fuzz: every endpoint, random and malformed requests', () => {
     expect(seen.filter((k) => !k.includes(':operator-reset-'))).toEqual([]);
     expect(seen).toHaveLength(resets);
     const jobs = await stack.queue.getJobs(['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children']);
-    expect(jobs.filter((j) => !j.data.trigger?.eventId?.startsWith('operator-reset-') && !j.data.messages?.every((m) => m.eventId.startsWith('operator-reset-')))).toEqual([]);
+    expect(
+      jobs.filter((j) => !j.data.trigger?.eventId?.startsWith('operator-reset-') && !j.data.messages?.every((m) => m.eventId.startsWith('operator-reset-'))),
+    ).toEqual([]);
     expect(telegram.calls.filter((c) => c.method === 'sendMessage')).toEqual([]);
     expect(slack.callsOf('chat.postMessage')).toEqual([]);
 
@@ -133,11 +153,40 @@ describe('HTTP fuzz: every endpoint, random and malformed requests', () => {
 
   it('the same checks see a well-formed request queued (so the test above could fail)', async () => {
     await rawRequest(stack.baseUrl, { method: 'POST', path: '/admin/api/queue/resume', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    const body = Buffer.from(JSON.stringify({ type: 'event_callback', team_id: 'T0FAKE', event_id: 'EvFUZZCONTROL', authorizations: [{ user_id: 'U0BOT' }], event: { type: 'app_mention', user: 'U0ADA', text: '<@U0BOT> control', ts: '1700000001.000100', channel: 'C0CONTROL' } }));
-    const res = await rawRequest(stack.baseUrl, { method: 'POST', path: '/slack/events', headers: { 'content-type': 'application/json', ...slackHeaders('signed', body) }, body });
+    const body = Buffer.from(
+      JSON.stringify({
+        type: 'event_callback',
+        team_id: 'T0FAKE',
+        event_id: 'EvFUZZCONTROL',
+        authorizations: [{ user_id: 'U0BOT' }],
+        event: { type: 'app_mention', user: 'U0ADA', text: '<@U0BOT> control', ts: '1700000001.000100', channel: 'C0CONTROL' },
+      }),
+    );
+    const res = await rawRequest(stack.baseUrl, {
+      method: 'POST',
+      path: '/slack/events',
+      headers: { 'content-type': 'application/json', ...slackHeaders('signed', body) },
+      body,
+    });
     expect(res.status).toBe(200);
-    const update = Buffer.from(JSON.stringify({ update_id: 1, message: { message_id: 1, date: Math.floor(Date.now() / 1000), chat: { id: 880_001, type: 'private' }, from: { id: 880_001, is_bot: false, first_name: 'Ctl' }, text: 'control' } }));
-    const tg = await rawRequest(stack.baseUrl, { method: 'POST', path: '/telegram/webhook', headers: { 'content-type': 'application/json', [SECRET_HEADER]: WEBHOOK_SECRET }, body: update });
+    const update = Buffer.from(
+      JSON.stringify({
+        update_id: 1,
+        message: {
+          message_id: 1,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: 880_001, type: 'private' },
+          from: { id: 880_001, is_bot: false, first_name: 'Ctl' },
+          text: 'control',
+        },
+      }),
+    );
+    const tg = await rawRequest(stack.baseUrl, {
+      method: 'POST',
+      path: '/telegram/webhook',
+      headers: { 'content-type': 'application/json', [SECRET_HEADER]: WEBHOOK_SECRET },
+      body: update,
+    });
     expect(tg.status).toBe(200);
     const seen = await stack.redis.keys(`${escapeGlob(stack.config.queue.prefix)}:seen:*`);
     expect(seen.filter((k) => /:seen:(slack|telegram):/.test(k) && !k.includes(':operator-reset-'))).toHaveLength(2);

@@ -31,11 +31,16 @@ describe('health and readiness when Redis goes away', () => {
     const ready = await fetch(`${stack.baseUrl}/readyz`);
     expect(ready.status).toBe(200);
     await redis.stop();
-    const notReady = await waitFor('readyz to fail', async () => {
-      // The reasons are for operators (an anonymous caller gets the bare status: test/security/readyz.test.ts).
-      const res = await fetch(`${stack.baseUrl}/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-      return res.status === 503 && ((await res.json()) as { problems: string[]; redis: string });
-    }, 15_000, 200);
+    const notReady = await waitFor(
+      'readyz to fail',
+      async () => {
+        // The reasons are for operators (an anonymous caller gets the bare status: test/security/readyz.test.ts).
+        const res = await fetch(`${stack.baseUrl}/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        return res.status === 503 && ((await res.json()) as { problems: string[]; redis: string });
+      },
+      15_000,
+      200,
+    );
     expect(notReady.problems[0]).toMatch(/^redis: /);
     expect((await fetch(`${stack.baseUrl}/healthz`)).status).toBe(200);
   }, 30_000);

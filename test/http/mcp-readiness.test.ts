@@ -30,7 +30,17 @@ describe('/readyz and an MCP server that does not start', () => {
   });
 
   it('/status names it too', async () => {
-    const message = { v: 1 as const, id: 'm1', platform: 'terminal', conversation: 'someone', sender: { id: 'me' }, text: '/status', attachments: [], eventId: 'e1', receivedAt: Date.now() };
+    const message = {
+      v: 1 as const,
+      id: 'm1',
+      platform: 'terminal',
+      conversation: 'someone',
+      sender: { id: 'me' },
+      text: '/status',
+      attachments: [],
+      eventId: 'e1',
+      receivedAt: Date.now(),
+    };
     const result = await stack.gateway.intake.accept(message);
     expect(result.kind === 'command' && result.reply).toMatch(/Tools unavailable: mcp server tracker: not connected on 1 worker\(s\)/);
   });

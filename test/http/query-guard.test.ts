@@ -14,12 +14,22 @@ describe('bull-board API behind the query guard', () => {
   afterAll(async () => stack?.close());
 
   async function call(method: string, path: string, body?: string) {
-    const res = await fetch(`${stack.baseUrl}/admin/queues/api${path}`, { method, headers: { ...auth, ...(body !== undefined && { 'content-type': 'application/json' }) }, ...(body !== undefined && { body }) });
+    const res = await fetch(`${stack.baseUrl}/admin/queues/api${path}`, {
+      method,
+      headers: { ...auth, ...(body !== undefined && { 'content-type': 'application/json' }) },
+      ...(body !== undefined && { body }),
+    });
     return { status: res.status, body: await res.text() };
   }
 
   it('answers 400 (bull-board alone answered 500) for a NUL in a validated query value and a malformed escape in the queue name', async () => {
-    for (const path of ['/queues?status=%00', `/queues?activeQueue=${q}&status=%00`, `/queues?activeQueue=${q}&page=%00`, '/queues?activeQueue=%E0%A4%A', '/job-schedulers?queueName=%E0%A4%A']) {
+    for (const path of [
+      '/queues?status=%00',
+      `/queues?activeQueue=${q}&status=%00`,
+      `/queues?activeQueue=${q}&page=%00`,
+      '/queues?activeQueue=%E0%A4%A',
+      '/job-schedulers?queueName=%E0%A4%A',
+    ]) {
       const res = await call('GET', path);
       expect([path, res.status]).toEqual([path, 400]);
       expect(JSON.parse(res.body)).toMatchObject({ ok: false, error: expect.stringMatching(/control character|malformed %-escape/) });

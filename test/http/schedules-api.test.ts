@@ -13,7 +13,18 @@ let seq = 0;
 /** A Telegram DM message from `user`: what a schedule is made from. */
 function from(user = '42'): InboundMessage {
   const id = `tg-${user}-${++seq}`;
-  return { v: 1, id, platform: 'telegram', conversation: user, sender: { id: user }, where: { kind: 'dm' }, text: 'x', attachments: [], eventId: id, receivedAt: Date.now() };
+  return {
+    v: 1,
+    id,
+    platform: 'telegram',
+    conversation: user,
+    sender: { id: user },
+    where: { kind: 'dm' },
+    text: 'x',
+    attachments: [],
+    eventId: id,
+    receivedAt: Date.now(),
+  };
 }
 
 async function call(stack: Stack, method: string, path: string, headers: Record<string, string> = bearer): Promise<{ status: number; body: any }> {
@@ -62,7 +73,16 @@ describe('admin API for schedules (/admin/api/schedules)', () => {
     expect(mine).toHaveLength(2);
     const c = mine.find((s) => s.id === cron.id)!;
     const o = mine.find((s) => s.id === once.id)!;
-    expect(c).toMatchObject({ state: 'active', name: 'Check the build.', owner: 'telegram:101', session: 'telegram:101', when: WEEKDAYS_9, spec: { kind: 'cron', pattern: WEEKDAYS_9, tz: 'America/New_York' }, failures: 0, firings: 0 });
+    expect(c).toMatchObject({
+      state: 'active',
+      name: 'Check the build.',
+      owner: 'telegram:101',
+      session: 'telegram:101',
+      when: WEEKDAYS_9,
+      spec: { kind: 'cron', pattern: WEEKDAYS_9, tz: 'America/New_York' },
+      failures: 0,
+      firings: 0,
+    });
     // BullMQ's next firing, the same the cron library gives.
     expect(c.next).toBe(nextFirings(WEEKDAYS_9, 'America/New_York', Date.now(), 1)[0]);
     expect(c.nextAt).toMatch(ISO);
@@ -114,7 +134,12 @@ describe('admin API for schedules (/admin/api/schedules)', () => {
     expect((await call(stack, 'GET', '/')).body.schedules.map((x: { id: string }) => x.id)).not.toContain(s.id);
 
     for (const id of [s.id, 'zzzzzz', 'NOT-AN-ID']) {
-      for (const [method, path] of [['GET', `/${id}`], ['POST', `/${id}/pause`], ['POST', `/${id}/resume`], ['DELETE', `/${id}`]] as const) {
+      for (const [method, path] of [
+        ['GET', `/${id}`],
+        ['POST', `/${id}/pause`],
+        ['POST', `/${id}/resume`],
+        ['DELETE', `/${id}`],
+      ] as const) {
         const res = await call(stack, method, path);
         expect([method, path, res.status, res.body]).toEqual([method, path, 404, { error: 'no such schedule' }]);
       }
@@ -183,7 +208,11 @@ describe('read-only admin API for schedules (ADMIN_READONLY=1)', () => {
     const made = bookOf(stack);
     queue = made.queue;
     const s = await created(made.book, from('201'), WEEKDAYS_9, 'UTC', 'Read-only check.');
-    for (const [method, path] of [['POST', `/${s.id}/pause`], ['POST', `/${s.id}/resume`], ['DELETE', `/${s.id}`]] as const) {
+    for (const [method, path] of [
+      ['POST', `/${s.id}/pause`],
+      ['POST', `/${s.id}/resume`],
+      ['DELETE', `/${s.id}`],
+    ] as const) {
       const res = await call(stack, method, path);
       expect([method, path, res.status]).toEqual([method, path, 403]);
     }

@@ -41,7 +41,8 @@ function needles(interactions: FakeInteraction[]): [string, string][] {
   ];
 }
 
-const leaks = (where: string, text: string, list: [string, string][]) => list.filter(([, value]) => text.includes(value)).map(([name]) => `${name} in ${where}`);
+const leaks = (where: string, text: string, list: [string, string][]) =>
+  list.filter(([, value]) => text.includes(value)).map(([name]) => `${name} in ${where}`);
 
 let logs = '';
 let stack: Stack;
@@ -91,12 +92,28 @@ describe('secrets stay out of logs, Redis, the dashboard and metrics', () => {
     });
     const postSlack = async (text: string) => {
       const body = JSON.stringify(eventCallback(appMention('C0SECRET', nextTs(), text)));
-      const res = await fetch(`${stack.baseUrl}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/json', ...signed(body, undefined, SECRETS.SLACK_SIGNING_SECRET) }, body });
+      const res = await fetch(`${stack.baseUrl}/slack/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signed(body, undefined, SECRETS.SLACK_SIGNING_SECRET) },
+        body,
+      });
       expect(res.status).toBe(200);
     };
     await postSlack('hello from slack');
-    const update = { update_id: 1, message: telegram.message({ chat: { id: 5151, type: 'private' }, from: { id: 5151, is_bot: false, first_name: 'Tess' }, text: 'hello from telegram', document: { file_id: 'no-such-file', file_unique_id: 'u1', file_name: 'notes.txt', file_size: 12 } }) };
-    const hook = await fetch(`${stack.baseUrl}/telegram/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', [SECRET_HEADER]: SECRETS.TELEGRAM_WEBHOOK_SECRET }, body: JSON.stringify(update) });
+    const update = {
+      update_id: 1,
+      message: telegram.message({
+        chat: { id: 5151, type: 'private' },
+        from: { id: 5151, is_bot: false, first_name: 'Tess' },
+        text: 'hello from telegram',
+        document: { file_id: 'no-such-file', file_unique_id: 'u1', file_name: 'notes.txt', file_size: 12 },
+      }),
+    };
+    const hook = await fetch(`${stack.baseUrl}/telegram/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [SECRET_HEADER]: SECRETS.TELEGRAM_WEBHOOK_SECRET },
+      body: JSON.stringify(update),
+    });
     expect(hook.status).toBe(200);
     // Failure paths log errors: a document Telegram cannot find, an interaction webhook that refuses its token.
     discord.fail({ method: 'PATCH', path: /^\/webhooks\//, status: 401, body: { message: 'Invalid Webhook Token', code: 50027 }, times: 1 });
@@ -151,7 +168,12 @@ describe('secrets stay out of logs, Redis, the dashboard and metrics', () => {
 });
 
 async function login(): Promise<string> {
-  const res = await fetch(`${stack.baseUrl}/admin/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: SECRETS.ADMIN_TOKEN }).toString(), redirect: 'manual' });
+  const res = await fetch(`${stack.baseUrl}/admin/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: SECRETS.ADMIN_TOKEN }).toString(),
+    redirect: 'manual',
+  });
   expect(res.status).toBe(303);
   return res.headers.get('set-cookie')!.split(';')[0]!;
 }

@@ -35,23 +35,32 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
   it.each([
     ['--yes approves: the edit runs', ['--yes'], 'approved (--yes)', 'line\nEND'],
     ['without --yes the call is denied', [], 'denied (run with --yes to approve)', 'END'],
-  ])('a call that needs approval in one-shot mode: %s', async (_name, flags, said, file) => {
-    h = await PipelineHarness.start('chat-approve', { env: { TOOLS_APPROVE: 'edit_file' } });
-    await h.addWorkers(1);
-    await seedWorkspace(h, 'ap', { 'log.txt': 'END' });
-    h.fake.setHandler((req) => {
-      const tool = (req.body.messages as ChatMessage[]).find((m) => m.role === 'tool');
-      return tool ? { content: `result: ${String(tool.content).split('\n')[0]}` } : { content: 'Appending.', toolCalls: [{ name: 'edit_file', arguments: JSON.stringify({ path: 'log.txt', old_text: 'END', new_text: 'line\nEND' }) }] };
-    });
-    const run = await chat(h, ['--no-worker', ...flags, '--session', 'ap', 'append a line']);
+  ])(
+    'a call that needs approval in one-shot mode: %s',
+    async (_name, flags, said, file) => {
+      h = await PipelineHarness.start('chat-approve', { env: { TOOLS_APPROVE: 'edit_file' } });
+      await h.addWorkers(1);
+      await seedWorkspace(h, 'ap', { 'log.txt': 'END' });
+      h.fake.setHandler((req) => {
+        const tool = (req.body.messages as ChatMessage[]).find((m) => m.role === 'tool');
+        return tool
+          ? { content: `result: ${String(tool.content).split('\n')[0]}` }
+          : {
+              content: 'Appending.',
+              toolCalls: [{ name: 'edit_file', arguments: JSON.stringify({ path: 'log.txt', old_text: 'END', new_text: 'line\nEND' }) }],
+            };
+      });
+      const run = await chat(h, ['--no-worker', ...flags, '--session', 'ap', 'append a line']);
 
-    expect(run.code).toBe(0);
-    expect(run.stderr).toContain('Call edit_file with these arguments?');
-    expect(run.stderr).toContain(said);
-    const dir = join(h.workspaceRoot, workspaceFolderName(sessionKeyOf({ platform: 'terminal', conversation: 'ap' })));
-    expect(await readFile(join(dir, 'log.txt'), 'utf8')).toBe(file);
-    expect(run.stdout).toMatch(flags.length ? /^result: Edited log.txt/ : /^result: Error: not run: edit_file was denied by /);
-  }, 60_000);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toContain('Call edit_file with these arguments?');
+      expect(run.stderr).toContain(said);
+      const dir = join(h.workspaceRoot, workspaceFolderName(sessionKeyOf({ platform: 'terminal', conversation: 'ap' })));
+      expect(await readFile(join(dir, 'log.txt'), 'utf8')).toBe(file);
+      expect(run.stdout).toMatch(flags.length ? /^result: Edited log.txt/ : /^result: Error: not run: edit_file was denied by /);
+    },
+    60_000,
+  );
 
   it('reads a file with one tool call, narrates before answering, and exits 0 (separately running worker)', async () => {
     h = await PipelineHarness.start('chat-read');
@@ -77,7 +86,9 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     expect(kinds.indexOf('progress')).toBeGreaterThanOrEqual(0);
     expect(kinds.indexOf('progress')).toBeLessThan(kinds.indexOf('post:answer'));
     // The stored turn: user → assistant(tool call) → tool → assistant.
-    const [turn] = (await h.redis.lrange(h.keys.history(sessionKeyOf({ platform: 'terminal', conversation: 'meeting' })), 0, -1)).map((t) => JSON.parse(t) as ChatMessage[]);
+    const [turn] = (await h.redis.lrange(h.keys.history(sessionKeyOf({ platform: 'terminal', conversation: 'meeting' })), 0, -1)).map(
+      (t) => JSON.parse(t) as ChatMessage[],
+    );
     expect(turn!.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     const [job] = await h.queue.getJobs(['completed']);
     expect(job!.returnvalue).toMatchObject({ state: 'completed', steps: 2, modelCalls: 2, toolCalls: 1 });
@@ -86,7 +97,11 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     expect(job!.data.messages?.map((m) => m.text)).toEqual(['Read notes/meeting.md and list the three things I need to do']);
     const { logs } = await h.queue.getJobLogs(job!.id!);
     expect(logs).toEqual(
-      expect.arrayContaining(['assistant: Let me look at the notes.', expect.stringMatching(/^tool read_file ok in \d+ ms: read_file notes\/meeting.md → /), expect.stringMatching(/^run completed: 2 steps, 1 tool calls/)]),
+      expect.arrayContaining([
+        'assistant: Let me look at the notes.',
+        expect.stringMatching(/^tool read_file ok in \d+ ms: read_file notes\/meeting.md → /),
+        expect.stringMatching(/^run completed: 2 steps, 1 tool calls/),
+      ]),
     );
   }, 60_000);
 
@@ -107,8 +122,10 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     await seedWorkspace(h, 'files', { 'out/report.csv': 'a,b\n1,2\n' });
     h.fake.setHandler((req) => {
       const results = (req.body.messages as ChatMessage[]).filter((m) => m.role === 'tool').map((m) => String(m.content));
-      if (results.length === 0) return { content: 'Sending it.', toolCalls: [{ name: 'send_file', arguments: JSON.stringify({ path: 'out/report.csv', caption: 'the numbers' }) }] };
-      if (results.length === 1) return { content: 'And the other one.', toolCalls: [{ name: 'send_file', arguments: JSON.stringify({ path: '../../etc/passwd' }) }] };
+      if (results.length === 0)
+        return { content: 'Sending it.', toolCalls: [{ name: 'send_file', arguments: JSON.stringify({ path: 'out/report.csv', caption: 'the numbers' }) }] };
+      if (results.length === 1)
+        return { content: 'And the other one.', toolCalls: [{ name: 'send_file', arguments: JSON.stringify({ path: '../../etc/passwd' }) }] };
       return { content: `done: ${results.join(' | ')}` };
     });
     const run = await chat(h, ['--session', 'files', 'send me the report']);
@@ -125,11 +142,7 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     h = await PipelineHarness.start('chat-incomplete', { env: { AGENT_MODEL_RETRIES: '1' } });
     await h.addWorkers(1);
     await seedWorkspace(h, 'inc', { 'a.txt': 'alpha' });
-    h.fake.script([
-      { content: 'Let me look.', toolCalls: [{ name: 'read_file', arguments: '{"path":"a.txt"}' }] },
-      { status: 500 },
-      { status: 503 },
-    ]);
+    h.fake.script([{ content: 'Let me look.', toolCalls: [{ name: 'read_file', arguments: '{"path":"a.txt"}' }] }, { status: 500 }, { status: 503 }]);
     const run = await chat(h, ['--no-worker', '--session', 'inc', 'inc what does a.txt say?']);
 
     expect(run.code).toBe(1);

@@ -51,7 +51,7 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     return { h: harness, desk, card, posts, log: () => readFile(join(ws, 'log.txt'), 'utf8') };
   }
 
-  it('approve: the card shows the exact call; a stranger\'s click changes nothing; the requester\'s runs the tool once, on a worker that takes the woken job', async () => {
+  it("approve: the card shows the exact call; a stranger's click changes nothing; the requester's runs the tool once, on a worker that takes the woken job", async () => {
     const { h, desk, card, posts, log } = await setup('approve');
     const [first] = await h.addWorkers(1);
     const m = await h.send('a', 'append a line');
@@ -77,7 +77,10 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     expect(decided).toMatchObject([{ outcome: { decision: 'approved', by: 'tester' } }]);
     // The model was asked twice in all: once for the call, once after its result (never again for the call).
     expect(h.fake.requests).toHaveLength(2);
-    const [job] = await waitFor('the completed job', async () => { const jobs = await h.queue.getJobs(['completed']); return jobs.length > 0 && jobs; });
+    const [job] = await waitFor('the completed job', async () => {
+      const jobs = await h.queue.getJobs(['completed']);
+      return jobs.length > 0 && jobs;
+    });
     const { logs } = await h.queue.getJobLogs(job!.id!);
     expect(logs.some((l) => /approval .*: approved by tester/.test(l))).toBe(true);
   }, 60_000);
@@ -107,7 +110,9 @@ describe('approvals (terminal channel, worker processes, real Redis)', () => {
     const command = 'echo "ran $(cat /proc/self/status | grep -c NSpid) $HOME" >> ran.txt; cat ran.txt';
     h.fake.setHandler((req) => {
       const tool = (req.body.messages as ChatMessage[]).find((m) => m.role === 'tool');
-      return tool ? { content: `result: ${String(tool.content)}` } : { content: 'Running it.', toolCalls: [{ name: 'run_command', arguments: JSON.stringify({ command }) }] };
+      return tool
+        ? { content: `result: ${String(tool.content)}` }
+        : { content: 'Running it.', toolCalls: [{ name: 'run_command', arguments: JSON.stringify({ command }) }] };
     });
     await h.addWorkers(1);
     const m = await h.send('a', 'run the command');

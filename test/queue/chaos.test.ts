@@ -12,7 +12,17 @@ describe('chaos: workers crash and freeze under load', () => {
   it('loses nothing, replies to each message once, never repeats a side effect, keeps each session in order', async () => {
     const progress: string[] = [];
     // One run per worker: every kill lands on the run and phase it targets (collateral kills are npm run chaos's job).
-    const result = await runChaos({ workers: 3, sessions: 8, messages: MESSAGES, kills: 6, freezes: 1, seed: SEED, quiesceMs: 60_000, concurrency: 1, log: (line) => progress.push(line) });
+    const result = await runChaos({
+      workers: 3,
+      sessions: 8,
+      messages: MESSAGES,
+      kills: 6,
+      freezes: 1,
+      seed: SEED,
+      quiesceMs: 60_000,
+      concurrency: 1,
+      log: (line) => progress.push(line),
+    });
     const f = result.figures;
     const report = `seed ${SEED}, ${result.wallMs} ms\n${formatFigures(f, result.kills)}\n${progress.join('\n')}`;
 
@@ -25,7 +35,15 @@ describe('chaos: workers crash and freeze under load', () => {
     // line — never one that asks to send it again after its line was written.
     const honest = f.notices.reduce((n, x) => n + x.tokens.length, 0);
     expect(
-      { lost: f.lost, duplicates: f.duplicates, repeatedSideEffects: f.repeatedSideEffects, orderViolations: f.orderViolations, replied: f.answeredOnce + honest, sendAgainAfterWrite: f.sendAgainAfterWrite, answeredWithoutLine: f.answeredWithoutLine },
+      {
+        lost: f.lost,
+        duplicates: f.duplicates,
+        repeatedSideEffects: f.repeatedSideEffects,
+        orderViolations: f.orderViolations,
+        replied: f.answeredOnce + honest,
+        sendAgainAfterWrite: f.sendAgainAfterWrite,
+        answeredWithoutLine: f.answeredWithoutLine,
+      },
       report,
     ).toEqual({ lost: 0, duplicates: 0, repeatedSideEffects: 0, orderViolations: 0, replied: MESSAGES, sendAgainAfterWrite: 0, answeredWithoutLine: 0 });
   }, 180_000);

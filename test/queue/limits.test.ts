@@ -62,7 +62,10 @@ describe('limits (terminal channel, worker processes, real Redis)', () => {
     expect(await h.redis.get(counted)).toBe('3000');
     expect(await h.redis.ttl(counted)).toBeGreaterThan(47 * 3600);
 
-    const failed = await waitFor('both failed jobs', async () => { const jobs = await h!.queue.getJobs(['failed']); return jobs.length === 2 && jobs; });
+    const failed = await waitFor('both failed jobs', async () => {
+      const jobs = await h!.queue.getJobs(['failed']);
+      return jobs.length === 2 && jobs;
+    });
     expect(failed.map((j) => j.failedReason).sort()).toEqual([expect.stringMatching(/^failed: budget/), expect.stringMatching(/^failed: budget/)]);
     const runs = new RunStore(h.redis, h.prefix);
     for (const job of failed) {
@@ -75,7 +78,10 @@ describe('limits (terminal channel, worker processes, real Redis)', () => {
 
   it('SESSION_QUEUE_MAX counts waiting messages only: with a cap of 2, one running and one waiting, a third is accepted and a fourth refused', async () => {
     // The first turn's model call takes long enough for the rest to arrive while it runs.
-    h = await PipelineHarness.start('queue-max', { delayMs: (req) => (lastUser(req).startsWith('q one') ? 2_000 : 5), env: { RECONCILE_INTERVAL_MS: '3600000' } });
+    h = await PipelineHarness.start('queue-max', {
+      delayMs: (req) => (lastUser(req).startsWith('q one') ? 2_000 : 5),
+      env: { RECONCILE_INTERVAL_MS: '3600000' },
+    });
     await h.addWorkers(1);
     const cap = 2;
     const enqueue = async (text: string) => {

@@ -19,7 +19,9 @@ const ENV = { LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000', RECONCILE_I
 function appendingModel(req: RecordedRequest): Step {
   const messages = req.body.messages as ChatMessage[];
   const tool = [...messages].reverse().find((m) => m.role === 'tool');
-  return tool ? { content: `result: ${String(tool.content)}` } : { content: 'Appending.', toolCalls: [{ name: 'fake__append_line', arguments: JSON.stringify({ line: 'the line' }) }] };
+  return tool
+    ? { content: `result: ${String(tool.content)}` }
+    : { content: 'Appending.', toolCalls: [{ name: 'fake__append_line', arguments: JSON.stringify({ line: 'the line' }) }] };
 }
 
 describe('MCP tools through the pipeline (worker processes, real Redis, a stdio MCP server)', () => {
@@ -42,7 +44,7 @@ describe('MCP tools through the pipeline (worker processes, real Redis, a stdio 
     return { h, lines, posts };
   }
 
-  it('offers the server\'s tools as <server>__<tool> minus the excluded ones; an approval-listed tool waits for a click, then runs once', async () => {
+  it("offers the server's tools as <server>__<tool> minus the excluded ones; an approval-listed tool waits for a click, then runs once", async () => {
     const { h, lines, posts } = await setup('mcp-approve', { approve: ['append_line'], tools: { exclude: ['env', 'pid'] } });
     await h.addWorkers(1);
     const m = await h.send('m', 'append a line');

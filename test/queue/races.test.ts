@@ -25,7 +25,10 @@ describe('queue races', () => {
     h.onTurn = (turn) => {
       if (!turn.messages[0]?.endsWith(' first')) return;
       const s = turn.session;
-      second.set(s, new Promise((resolve) => setTimeout(() => void h!.send(s, `${s} second`).then((m) => resolve(m.id)), DELAY + Math.floor(Math.random() * 8) - 2)));
+      second.set(
+        s,
+        new Promise((resolve) => setTimeout(() => void h!.send(s, `${s} second`).then((m) => resolve(m.id)), DELAY + Math.floor(Math.random() * 8) - 2)),
+      );
     };
     const sessions = Array.from({ length: 60 }, (_, i) => `r${i}`);
     const firsts = await Promise.all(sessions.map(async (s) => (await h!.send(s, `${s} first`)).id));

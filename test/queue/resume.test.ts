@@ -23,10 +23,27 @@ const asked: JournalEntry = {
   t: 'model',
   step: 1,
   calls: 1,
-  response: { message: { role: 'assistant', content: 'Appending.', tool_calls: [{ id: 'call_w', type: 'function', function: { name: 'edit_file', arguments: APPEND_ARGS } }] }, stopReason: 'toolUse', usage },
+  response: {
+    message: {
+      role: 'assistant',
+      content: 'Appending.',
+      tool_calls: [{ id: 'call_w', type: 'function', function: { name: 'edit_file', arguments: APPEND_ARGS } }],
+    },
+    stopReason: 'toolUse',
+    usage,
+  },
 };
 const started: JournalEntry = { t: 'tool_start', step: 1, callId: 'call_w', name: 'edit_file', args: APPEND_ARGS };
-const finished: JournalEntry = { t: 'tool_end', step: 1, callId: 'call_w', name: 'edit_file', ok: true, content: 'Edited log.txt at line 1 (as recorded)', summary: 'edit_file log.txt → Edited', ms: 2 };
+const finished: JournalEntry = {
+  t: 'tool_end',
+  step: 1,
+  callId: 'call_w',
+  name: 'edit_file',
+  ok: true,
+  content: 'Edited log.txt at line 1 (as recorded)',
+  summary: 'edit_file log.txt → Edited',
+  ms: 2,
+};
 
 describe('resume from the journal (worker process, real Redis)', () => {
   let h: PipelineHarness | undefined;
@@ -118,7 +135,10 @@ describe('resume from the journal (worker process, real Redis)', () => {
     expect(notice).toContain('Already done: edit_file log.txt → Edited');
     expect(notice).not.toMatch(/send it again/);
     // The user is told before the job is marked failed: wait for BullMQ to catch up.
-    const failed = await waitFor('the failed job', async () => { const jobs = await h.queue.getJobs(['failed']); return jobs.length > 0 && jobs; });
+    const failed = await waitFor('the failed job', async () => {
+      const jobs = await h.queue.getJobs(['failed']);
+      return jobs.length > 0 && jobs;
+    });
     expect(failed.map((j) => j.failedReason)).toEqual([expect.stringMatching(/^failed: worker_crashed/)]);
   }, 60_000);
 

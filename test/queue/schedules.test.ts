@@ -59,7 +59,8 @@ describe('schedules with worker processes (BullMQ job schedulers)', () => {
     await h?.close();
   });
 
-  const scheduledEnded = async (session: string): Promise<Map<string, number>> => new Map([...(await h.endedCounts([session]))].filter(([id]) => id.startsWith('sched-')));
+  const scheduledEnded = async (session: string): Promise<Map<string, number>> =>
+    new Map([...(await h.endedCounts([session]))].filter(([id]) => id.startsWith('sched-')));
   const requestsFor = (prefix: string) => h.fake.requests.filter((r) => scheduledPrompt(r)?.startsWith(prefix));
 
   it('two workers: every firing is one turn, answered once, in its conversation', async () => {
@@ -111,7 +112,11 @@ describe('schedules with worker processes (BullMQ job schedulers)', () => {
   }, 60_000);
 
   it('a scheduled run cannot make schedules, and a tool that needs approval is refused at once (nobody is there to click)', async () => {
-    const made = await book.create(h.message('rt', 'make it'), { when: new Date(Date.now() + 2_000).toISOString(), timezone: 'Europe/Berlin', prompt: 'rt once' });
+    const made = await book.create(h.message('rt', 'make it'), {
+      when: new Date(Date.now() + 2_000).toISOString(),
+      timezone: 'Europe/Berlin',
+      prompt: 'rt once',
+    });
     if (!made.ok) throw new Error(made.error);
     await waitFor('the one-off answered', async () => (await scheduledEnded('rt')).size === 1, 20_000, 100);
 
@@ -128,7 +133,9 @@ describe('schedules with worker processes (BullMQ job schedulers)', () => {
     await expect(access(join(folder, 'report.txt'))).rejects.toThrow();
     // The model was told it is a scheduled turn, with the firing time in the schedule's zone.
     const user = last.find((m) => m.role === 'user' && String(m.content).startsWith('[Scheduled task'));
-    expect(String(user?.content)).toMatch(new RegExp(`^\\[Scheduled task "rt once" \\(${made.schedule.id}\\), firing of .* Europe/Berlin\\..*\\]\\n\\nrt once$`, 's'));
+    expect(String(user?.content)).toMatch(
+      new RegExp(`^\\[Scheduled task "rt once" \\(${made.schedule.id}\\), firing of .* Europe/Berlin\\..*\\]\\n\\nrt once$`, 's'),
+    );
   }, 60_000);
 
   // Last: it kills the workers.
@@ -143,7 +150,12 @@ describe('schedules with worker processes (BullMQ job schedulers)', () => {
     await sleep(8_000);
     const up = Date.now();
     await h.addWorkers(1);
-    await waitFor('the schedule firing on time again', async () => [...(await scheduledEnded('dn')).keys()].some((id) => firedAt(id) > up + 2_000), 30_000, 200);
+    await waitFor(
+      'the schedule firing on time again',
+      async () => [...(await scheduledEnded('dn')).keys()].some((id) => firedAt(id) > up + 2_000),
+      30_000,
+      200,
+    );
     await book.remove(made.schedule);
     await sleep(1_500);
 

@@ -60,7 +60,11 @@ describe('worker shutdown and run limits (worker processes, real Redis)', () => 
     h.fake.setHandler((req) => {
       const toolResults = (req.body.messages as { role: string }[]).filter((m) => m.role === 'tool').length;
       // Three model calls of 3 s each against a 2 s lock: the run lasts over four lock periods.
-      return toolResults === 0 ? { content: 'Appending.', toolCalls: [APPEND], delayMs: 3_000 } : toolResults === 1 ? { content: 'Checking.', toolCalls: [{ name: 'read_file', arguments: '{"path":"log.txt"}' }], delayMs: 3_000 } : { content: 'Appended.', delayMs: 3_000 };
+      return toolResults === 0
+        ? { content: 'Appending.', toolCalls: [APPEND], delayMs: 3_000 }
+        : toolResults === 1
+          ? { content: 'Checking.', toolCalls: [{ name: 'read_file', arguments: '{"path":"log.txt"}' }], delayMs: 3_000 }
+          : { content: 'Appended.', delayMs: 3_000 };
     });
     await h.addWorkers(2);
     const m = await h.send('d', 'append a line');
@@ -88,8 +92,14 @@ describe('worker shutdown and run limits (worker processes, real Redis)', () => 
     await h.waitEnded(['d'], [old.id], 30_000);
 
     const notices = (await h.events('d')).filter((e) => e.type === 'post').map((e) => (e.type === 'post' ? `${e.kind}: ${e.text}` : ''));
-    expect(notices).toEqual([expect.stringMatching(/^notice: I stopped: this took longer than the 2-second limit/), expect.stringMatching(/^notice: I stopped: this took longer/)]);
-    const failed = await waitFor('both failed jobs', async () => { const jobs = await h!.queue.getJobs(['failed']); return jobs.length === 2 && jobs; });
+    expect(notices).toEqual([
+      expect.stringMatching(/^notice: I stopped: this took longer than the 2-second limit/),
+      expect.stringMatching(/^notice: I stopped: this took longer/),
+    ]);
+    const failed = await waitFor('both failed jobs', async () => {
+      const jobs = await h!.queue.getJobs(['failed']);
+      return jobs.length === 2 && jobs;
+    });
     expect(failed.map((j) => j.failedReason)).toEqual([expect.stringMatching(/^failed: run_timeout/), expect.stringMatching(/^failed: run_timeout/)]);
     expect(h.fake.requests.length).toBe(asked);
   }, 60_000);

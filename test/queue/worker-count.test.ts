@@ -19,7 +19,14 @@ describe('workers are counted per queue, not per Redis server', () => {
   const redis12 = new Redis(db(12), { maxRetriesPerRequest: null });
   const redis9 = new Redis(db(9), { maxRetriesPerRequest: null });
   const spawned: Spawned[] = [];
-  const env = () => ({ QUEUE_PREFIX: prefix, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'test-key-not-secret', AGENT_MODEL: 'fake-model', WORKSPACE_ROOT: workspace, LOG_LEVEL: 'warn' });
+  const env = () => ({
+    QUEUE_PREFIX: prefix,
+    OPENAI_BASE_URL: fake.baseURL,
+    OPENAI_API_KEY: 'test-key-not-secret',
+    AGENT_MODEL: 'fake-model',
+    WORKSPACE_ROOT: workspace,
+    LOG_LEVEL: 'warn',
+  });
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
@@ -55,7 +62,11 @@ describe('workers are counted per queue, not per Redis server', () => {
   }, 40_000);
 
   it('with --no-worker and nobody listening, the chat says once what to check, and keeps waiting', async () => {
-    const chat = spawnNode('src/cli/chat.ts', ['--no-worker', '--session', 'alone', 'anyone there?'], { ...env(), REDIS_URL: db(9), SWITCHBOARD_CHAT_UNTAKEN_MS: '1000' });
+    const chat = spawnNode('src/cli/chat.ts', ['--no-worker', '--session', 'alone', 'anyone there?'], {
+      ...env(),
+      REDIS_URL: db(9),
+      SWITCHBOARD_CHAT_UNTAKEN_MS: '1000',
+    });
     spawned.push(chat);
     await waitFor('the notice', () => chat.stderr().includes('No worker has taken this message after 1 s'), 20_000);
     expect(chat.stderr()).toContain(`QUEUE_PREFIX=${prefix}`);
@@ -66,7 +77,11 @@ describe('workers are counted per queue, not per Redis server', () => {
 
   it('a message a worker took is not called untaken, however long the run', async () => {
     fake.setHandler(() => ({ content: 'slow answer', delayMs: 2_500 }));
-    const chat = spawnNode('src/cli/chat.ts', ['--no-worker', '--session', 'taken', 'take your time'], { ...env(), REDIS_URL: db(12), SWITCHBOARD_CHAT_UNTAKEN_MS: '1000' });
+    const chat = spawnNode('src/cli/chat.ts', ['--no-worker', '--session', 'taken', 'take your time'], {
+      ...env(),
+      REDIS_URL: db(12),
+      SWITCHBOARD_CHAT_UNTAKEN_MS: '1000',
+    });
     spawned.push(chat);
     expect(await chat.exited).toBe(0);
     expect(chat.stdout()).toContain('slow answer');

@@ -4,7 +4,11 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { login, send, TOKEN } from './admin-http.js';
 
 const HOUR = 3600 * 1000;
-const attributes = (setCookie: string) => setCookie.split(';').slice(1).map((a) => a.trim().toLowerCase());
+const attributes = (setCookie: string) =>
+  setCookie
+    .split(';')
+    .slice(1)
+    .map((a) => a.trim().toLowerCase());
 
 /**
  * The login cookie is a session of 12 hours: its value carries its expiry under a MAC of the

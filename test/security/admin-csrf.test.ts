@@ -69,7 +69,12 @@ describe('admin state changes refuse cross-site requests (CSRF)', () => {
 
   it('a cross-site login form post is refused too', async () => {
     const body = new URLSearchParams({ token: TOKEN });
-    const res = await fetch(`${stack.baseUrl}/admin/login`, { method: 'POST', body, headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }, redirect: 'manual' });
+    const res = await fetch(`${stack.baseUrl}/admin/login`, {
+      method: 'POST',
+      body,
+      headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+      redirect: 'manual',
+    });
     expect(res.status).toBe(403);
     expect(res.headers.get('set-cookie')).toBeNull();
   });

@@ -25,14 +25,19 @@ describe('the admin limiter counts failures only, per client address', () => {
   it('good credentials are never counted: 30 at once (a dashboard, Prometheus), then more, all 200', async () => {
     // fetch's pool of keep-alive connections from 127.0.0.1, as a browser loads the dashboard: all in flight at once.
     for (const path of ['/metrics', '/admin/queues/api/queues']) {
-      const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => fetch(`${stack.baseUrl}${path}`, { headers: i % 2 ? bearer : basic }).then((r) => r.status)));
+      const burst = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => fetch(`${stack.baseUrl}${path}`, { headers: i % 2 ? bearer : basic }).then((r) => r.status)),
+      );
       expect([path, counts(burst)]).toEqual([path, { 200: 30 }]);
     }
     const from = '127.0.0.1';
     expect(await statuses(30, () => send(stack.baseUrl, 'GET', '/admin/api/sessions', bearer, from))).toEqual(Array<number>(30).fill(200));
     expect((await send(stack.baseUrl, 'GET', '/admin/api/sessions', bearer, from)).status).toBe(200);
     // The failures still start from zero.
-    expect(await statuses(FAILED_LOGINS_PER_MINUTE + 1, () => send(stack.baseUrl, 'GET', '/admin/api/sessions', wrongBearer, from))).toEqual([...Array<number>(FAILED_LOGINS_PER_MINUTE).fill(401), 429]);
+    expect(await statuses(FAILED_LOGINS_PER_MINUTE + 1, () => send(stack.baseUrl, 'GET', '/admin/api/sessions', wrongBearer, from))).toEqual([
+      ...Array<number>(FAILED_LOGINS_PER_MINUTE).fill(401),
+      429,
+    ]);
   });
 
   it('an address that failed 10 times gets 429 and its tokens are not checked for the rest of the minute; other addresses are not affected', async () => {
@@ -56,7 +61,9 @@ describe('the admin limiter counts failures only, per client address', () => {
 
   it('without TRUST_PROXY, X-Forwarded-For does not change the counted address', async () => {
     const from = '127.0.31.5';
-    const spoofed = await statuses(FAILED_LOGINS_PER_MINUTE + 1, async () => send(stack.baseUrl, 'GET', '/admin/api/sessions', { ...wrongBearer, 'x-forwarded-for': `198.51.100.${Math.floor(Math.random() * 250) + 1}` }, from));
+    const spoofed = await statuses(FAILED_LOGINS_PER_MINUTE + 1, async () =>
+      send(stack.baseUrl, 'GET', '/admin/api/sessions', { ...wrongBearer, 'x-forwarded-for': `198.51.100.${Math.floor(Math.random() * 250) + 1}` }, from),
+    );
     expect(spoofed).toEqual([...Array<number>(FAILED_LOGINS_PER_MINUTE).fill(401), 429]);
   });
 });
@@ -68,7 +75,9 @@ describe('behind a proxy (TRUST_PROXY=loopback)', () => {
 
   it('counts the client the proxy names, not the proxy: one client locked, another through the same proxy not', async () => {
     const via = (client: string) => ({ 'x-forwarded-for': client });
-    const tries = await statuses(FAILED_LOGINS_PER_MINUTE + 1, () => send(stack.baseUrl, 'GET', '/admin/api/sessions', { ...wrongBearer, ...via('203.0.113.7') }));
+    const tries = await statuses(FAILED_LOGINS_PER_MINUTE + 1, () =>
+      send(stack.baseUrl, 'GET', '/admin/api/sessions', { ...wrongBearer, ...via('203.0.113.7') }),
+    );
     expect(tries).toEqual([...Array<number>(FAILED_LOGINS_PER_MINUTE).fill(401), 429]);
     expect((await send(stack.baseUrl, 'GET', '/admin/api/sessions', { ...wrongBearer, ...via('203.0.113.8') })).status).toBe(401);
     expect((await send(stack.baseUrl, 'GET', '/admin/api/sessions', { ...bearer, ...via('203.0.113.8') })).status).toBe(200);

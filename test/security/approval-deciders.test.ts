@@ -38,8 +38,15 @@ const configOf = (env: Record<string, string>) => deriveConfig(parseEnv({ ...env
 async function openCard(desk: ApprovalDesk): Promise<ApprovalRecord> {
   const args = JSON.stringify({ command: 'deploy' });
   return desk.open({
-    session: 'slack:C1:1.0', jobId: 'job-1', ...bindingOf({ step: 1, callId: 'c1', name: 'run_command', args }), args,
-    platform: 'slack', conversation: 'C1', requester: 'U0ASKER', requesterName: 'asker', expiresAt: Date.now() + 60_000,
+    session: 'slack:C1:1.0',
+    jobId: 'job-1',
+    ...bindingOf({ step: 1, callId: 'c1', name: 'run_command', args }),
+    args,
+    platform: 'slack',
+    conversation: 'C1',
+    requester: 'U0ASKER',
+    requesterName: 'asker',
+    expiresAt: Date.now() + 60_000,
   });
 }
 
@@ -59,7 +66,7 @@ describe('security: who may decide an approval', () => {
     expect(() => configOf({ APPROVAL_BY: 'approvers' })).toThrow(/APPROVERS is required when APPROVAL_BY=approvers/);
   });
 
-  it('a click counts only on the card\'s own platform and chat', async () => {
+  it("a click counts only on the card's own platform and chat", async () => {
     const desk = new ApprovalDesk(redis, keys, queue, configOf({ APPROVAL_BY: 'either', APPROVERS: 'slack:U0BOSS,telegram:U0BOSS' }).approvals);
     const card = await openCard(desk);
     expect((await desk.decide(card.id, 'approved', { platform: 'slack', userId: 'U0BOSS', chat: 'C2' })).kind).toBe('unknown');

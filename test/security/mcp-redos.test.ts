@@ -62,7 +62,10 @@ describe('security: MCP tool schema patterns run in a linear-time engine (no ReD
   it('a pattern RE2 cannot compile (backreference, lookahead) is left out with one warning; the rest of the schema still holds', async () => {
     const warnings = () => logs.lines().filter((l) => l.msg === 'MCP tool input schema: patterns left out (not supported by the linear-time regex engine)');
     // "ab" fails the backreference, "y" the lookahead: both pass now, neither keyword is checked.
-    expect(await callTool(tools, 'pattern__backref', { word: 'ab', tags: ['y'] })).toMatchObject({ ok: true, content: 'called backref with {"word":"ab","tags":["y"]}' });
+    expect(await callTool(tools, 'pattern__backref', { word: 'ab', tags: ['y'] })).toMatchObject({
+      ok: true,
+      content: 'called backref with {"word":"ab","tags":["y"]}',
+    });
     // Every other keyword, and the patterns RE2 compiles, are still checked.
     const wrong = await callTool(tools, 'pattern__backref', { word: 'a', code: 'abc', extra: 1 });
     expect(wrong.ok).toBe(false);

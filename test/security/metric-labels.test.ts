@@ -89,19 +89,42 @@ describe('metric labels come only from known values', () => {
       for (const v of metric.values) for (const [k, value] of Object.entries(v.labels)) if (k !== 'le') expect(String(value)).not.toMatch(/^odd-/);
     }
     expect(await series(metrics, 'switchboard_inbound_events_total')).toEqual(expect.arrayContaining([{ platform: 'unknown' }, { platform: 'telegram' }]));
-    expect(await series(metrics, 'switchboard_commands_total')).toEqual(expect.arrayContaining([{ platform: 'slack', command: 'status' }, { platform: 'slack', command: 'unknown' }, { platform: 'unknown', command: 'unknown' }]));
-    expect(await series(metrics, 'switchboard_refusals_total')).toEqual(expect.arrayContaining([{ platform: 'discord', reason: 'rate_limited' }, { platform: 'unknown', reason: 'unknown' }]));
+    expect(await series(metrics, 'switchboard_commands_total')).toEqual(
+      expect.arrayContaining([
+        { platform: 'slack', command: 'status' },
+        { platform: 'slack', command: 'unknown' },
+        { platform: 'unknown', command: 'unknown' },
+      ]),
+    );
+    expect(await series(metrics, 'switchboard_refusals_total')).toEqual(
+      expect.arrayContaining([
+        { platform: 'discord', reason: 'rate_limited' },
+        { platform: 'unknown', reason: 'unknown' },
+      ]),
+    );
     expect(await series(metrics, 'switchboard_approvals_total')).toEqual(expect.arrayContaining([{ outcome: 'approved' }, { outcome: 'unknown' }]));
     expect(await series(metrics, 'switchboard_schedule_firings_total')).toEqual(expect.arrayContaining([{ outcome: 'queue_full' }]));
     expect(await series(metrics, 'switchboard_history_summaries_total')).toEqual(expect.arrayContaining([{ outcome: 'skipped' }]));
-    expect(await series(metrics, 'switchboard_runs_total')).toEqual(expect.arrayContaining([{ state: 'failed', reason: 'step_limit' }, { state: 'completed', reason: 'none' }, { state: 'unknown', reason: 'unknown' }]));
+    expect(await series(metrics, 'switchboard_runs_total')).toEqual(
+      expect.arrayContaining([
+        { state: 'failed', reason: 'step_limit' },
+        { state: 'completed', reason: 'none' },
+        { state: 'unknown', reason: 'unknown' },
+      ]),
+    );
   });
 
   it('deliveries through countedOutbound: an adapter with an odd platform and odd post kinds stays bounded', async () => {
     const metrics = new Metrics();
     const to = { platform: 'x' } as InboundMessage;
     for (let i = 0; i < 200; i++) {
-      const out = { platform: `plat-${i}`, editIntervalMs: 0, typingIntervalMs: 0, post: async () => ['1'], edit: async () => undefined } as unknown as OutboundAdapter;
+      const out = {
+        platform: `plat-${i}`,
+        editIntervalMs: 0,
+        typingIntervalMs: 0,
+        post: async () => ['1'],
+        edit: async () => undefined,
+      } as unknown as OutboundAdapter;
       const counted = countedOutbound(out, metrics);
       await counted.post(to, 'hi', `kind-${i}` as PostKind);
       await counted.edit(to, '1', 'hi');
@@ -110,7 +133,13 @@ describe('metric labels come only from known values', () => {
     await real.post(to, 'hi', 'answer');
     const values = await series(metrics, 'switchboard_deliveries_total');
     expect(values.length).toBeLessThanOrEqual(3);
-    expect(values).toEqual(expect.arrayContaining([{ platform: 'unknown', kind: 'unknown' }, { platform: 'unknown', kind: 'edit' }, { platform: 'telegram', kind: 'answer' }]));
+    expect(values).toEqual(
+      expect.arrayContaining([
+        { platform: 'unknown', kind: 'unknown' },
+        { platform: 'unknown', kind: 'edit' },
+        { platform: 'telegram', kind: 'answer' },
+      ]),
+    );
   });
 
   it('switchboard_queue_jobs: only BullMQ job states', async () => {

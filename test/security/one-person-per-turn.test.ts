@@ -10,8 +10,16 @@ import { selectTurn, type ClaimedMessage } from '../../src/session/turn.js';
  */
 function waiting(id: string, sender: string, platform = 'telegram'): ClaimedMessage {
   const message: InboundMessage = {
-    v: 1, id, platform, conversation: '-100', sender: { id: sender }, where: { kind: 'group', ids: ['-100'] },
-    text: `from ${sender}`, attachments: [], eventId: id, receivedAt: 0,
+    v: 1,
+    id,
+    platform,
+    conversation: '-100',
+    sender: { id: sender },
+    where: { kind: 'group', ids: ['-100'] },
+    text: `from ${sender}`,
+    attachments: [],
+    eventId: id,
+    receivedAt: 0,
   };
   return { message, raw: JSON.stringify(message), claims: 0 };
 }

@@ -1,7 +1,14 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessGate } from '../../src/access/gate.js';
-import { MAX_PENDING_PER_PLATFORM, PAIRING_COOLDOWN_MS, PAIRING_TTL_MS, PairingStore, type PairingRequest, type RequestResult } from '../../src/access/pairing-store.js';
+import {
+  MAX_PENDING_PER_PLATFORM,
+  PAIRING_COOLDOWN_MS,
+  PAIRING_TTL_MS,
+  PairingStore,
+  type PairingRequest,
+  type RequestResult,
+} from '../../src/access/pairing-store.js';
 import type { InboundMessage } from '../../src/channels/types.js';
 import type { AccessConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/log.js';
@@ -92,7 +99,10 @@ describe('security: strangers cannot hold every pairing slot of a platform', () 
     // An expired code the operator tries to approve also counts as expired unused.
     const slow = issued(await store.request(message('discord', 'slow'), t0));
     expect(await store.approve('discord', slow.code, 'cli', t0 + PAIRING_TTL_MS + 10)).toBeUndefined();
-    expect(await store.request(message('discord', 'slow'), t0 + PAIRING_TTL_MS + 20)).toEqual({ kind: 'cooldown', retryAt: t0 + PAIRING_TTL_MS + PAIRING_COOLDOWN_MS });
+    expect(await store.request(message('discord', 'slow'), t0 + PAIRING_TTL_MS + 20)).toEqual({
+      kind: 'cooldown',
+      retryAt: t0 + PAIRING_TTL_MS + PAIRING_COOLDOWN_MS,
+    });
 
     const friend = issued(await store.request(message('discord', 'friend'), t0));
     expect((await store.approve('discord', friend.code, 'cli', t0 + 1_000))?.userId).toBe('friend');
@@ -100,10 +110,20 @@ describe('security: strangers cannot hold every pairing slot of a platform', () 
   });
 
   it('the person is told how long to wait', async () => {
-    const access: AccessConfig = { dm: { telegram: 'pairing', slack: 'pairing', discord: 'pairing' }, allowedUsers: [], telegramGroupSenders: false, group: 'pairing', allowedChannels: [] };
+    const access: AccessConfig = {
+      dm: { telegram: 'pairing', slack: 'pairing', discord: 'pairing' },
+      allowedUsers: [],
+      telegramGroupSenders: false,
+      group: 'pairing',
+      allowedChannels: [],
+    };
     const gate = new AccessGate(access, store, createLogger('silent'));
     issued(await store.request(message('telegram', '4242'), Date.now() - PAIRING_TTL_MS - 1_000));
     const verdict = await gate.check(message('telegram', '4242'));
-    expect(verdict).toEqual({ pass: false, reason: 'pairing', reply: 'Sorry, this assistant is private, and your last access request has closed. You can ask again in 24 h.' });
+    expect(verdict).toEqual({
+      pass: false,
+      reason: 'pairing',
+      reply: 'Sorry, this assistant is private, and your last access request has closed. You can ask again in 24 h.',
+    });
   });
 });

@@ -14,7 +14,10 @@ import { makeSandbox, type Sandbox } from '../tools/sandbox.js';
  * (with the `--unshare-user` it needs) takes that away from everything inside the sandbox.
  */
 const BWRAP: ExecOptions = { sandbox: 'bwrap', network: false, maxTimeoutS: 600 };
-const LAYOUT: HostLayout = new Map([['/bin', { symlink: 'usr/bin' }], ['/etc/passwd', {}]]);
+const LAYOUT: HostLayout = new Map([
+  ['/bin', { symlink: 'usr/bin' }],
+  ['/etc/passwd', {}],
+]);
 
 function bwrapVersion(): string | undefined {
   try {
@@ -46,7 +49,12 @@ describe('security: the sandbox cannot make user namespaces of its own', () => {
       await writeFile(path.join(bin, 'bwrap'), `#!/bin/sh\necho 'bwrap: Unknown option --disable-userns' >&2\nexit 1\n`, { mode: 0o755 });
       process.env.PATH = bin;
       const check = await checkExecRuntime(BWRAP);
-      expect(check).toEqual({ ok: false, error: expect.stringContaining('(bwrap: Unknown option --disable-userns): this bubblewrap is too old: commands need 0.8 or later (for --disable-userns)') });
+      expect(check).toEqual({
+        ok: false,
+        error: expect.stringContaining(
+          '(bwrap: Unknown option --disable-userns): this bubblewrap is too old: commands need 0.8 or later (for --disable-userns)',
+        ),
+      });
     } finally {
       process.env.PATH = saved;
       await sb.cleanup();

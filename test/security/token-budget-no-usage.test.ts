@@ -89,9 +89,7 @@ describe('security: a model that reports no usage still spends the daily token b
     const call = (two!.body.messages as ChatMessage[]).find((m) => m.role === 'assistant');
     const calls = call && 'tool_calls' in call ? call.tool_calls : undefined;
     expect(calls).toHaveLength(1);
-    const expected =
-      promptOf(one!) + estimateTextTokens(`Reading.${JSON.stringify(calls)}`) +
-      promptOf(two!) + estimateTextTokens('The notes say: the notes.');
+    const expected = promptOf(one!) + estimateTextTokens(`Reading.${JSON.stringify(calls)}`) + promptOf(two!) + estimateTextTokens('The notes say: the notes.');
     expect(await ada.spent()).toBe(expected);
   });
 
@@ -111,7 +109,11 @@ describe('security: a model that reports no usage still spends the daily token b
       name: 'no-usage',
       async complete(request) {
         requests.push(request);
-        return { message: { role: 'assistant', content: 'They talked about the notes.' }, stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
+        return {
+          message: { role: 'assistant', content: 'They talked about the notes.' },
+          stopReason: 'stop',
+          usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+        };
       },
     };
     const saved: string[] = [];

@@ -37,7 +37,13 @@ describe('security: parallel sessions of one person cannot overshoot USER_DAILY_
   });
 
   it(`${N} runs of one person at once, a limit that fits one call's estimate but not two: one call is made, the counter is its usage`, async () => {
-    const prompt = estimateTokens([{ role: 'system', content: 'You are a test assistant.' }, { role: 'user', content: 'hello' }], toModelTools(h.tools));
+    const prompt = estimateTokens(
+      [
+        { role: 'system', content: 'You are a test assistant.' },
+        { role: 'user', content: 'hello' },
+      ],
+      toModelTools(h.tools),
+    );
     const limit = 2 * prompt - 1;
     const usage = { prompt_tokens: prompt, completion_tokens: 10 };
     // Slow answers: every run reserves (or is refused) while the first call is still out.

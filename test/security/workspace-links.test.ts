@@ -78,10 +78,28 @@ describe('security: the long-message scratch file cannot be turned into a write 
 describe('security: no writer follows a link planted in the workspace', () => {
   // Every place the worker writes, each given a path whose folder or file is a link out of the workspace.
   const writers: Record<string, (ws: Workspace) => Promise<unknown>> = {
-    write_file: (w) => createWriteFileTool(w).execute({ path: 'out/victim.txt', content: 'pwned' }, { signal: new AbortController().signal }).catch((e: unknown) => e),
-    edit_file: (w) => createEditFileTool(w).execute({ path: 'in/victim.txt', old_text: 'secret', new_text: 'pwned' }, { signal: new AbortController().signal }).catch((e: unknown) => e),
-    attachment: (w) => saveAttachments(fakeDownloads, w, [{ ...terminalMessage('s', 'see file', 'mallory'), attachments: [{ ref: 'a', name: 'victim.txt', size: 5 }] }], 1_000, new AbortController().signal, log),
-    mcp_image: (w) => resultText({ content: [{ type: 'image', data: Buffer.from('pwned').toString('base64'), mimeType: 'image/png' }] }, { ws: w, server: 'evil', tool: 'shot' }).catch((e: unknown) => e),
+    write_file: (w) =>
+      createWriteFileTool(w)
+        .execute({ path: 'out/victim.txt', content: 'pwned' }, { signal: new AbortController().signal })
+        .catch((e: unknown) => e),
+    edit_file: (w) =>
+      createEditFileTool(w)
+        .execute({ path: 'in/victim.txt', old_text: 'secret', new_text: 'pwned' }, { signal: new AbortController().signal })
+        .catch((e: unknown) => e),
+    attachment: (w) =>
+      saveAttachments(
+        fakeDownloads,
+        w,
+        [{ ...terminalMessage('s', 'see file', 'mallory'), attachments: [{ ref: 'a', name: 'victim.txt', size: 5 }] }],
+        1_000,
+        new AbortController().signal,
+        log,
+      ),
+    mcp_image: (w) =>
+      resultText(
+        { content: [{ type: 'image', data: Buffer.from('pwned').toString('base64'), mimeType: 'image/png' }] },
+        { ws: w, server: 'evil', tool: 'shot' },
+      ).catch((e: unknown) => e),
   };
 
   for (const [name, write] of Object.entries(writers)) {

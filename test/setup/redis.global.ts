@@ -47,7 +47,6 @@ function freePort(): Promise<number> {
   });
 }
 
-
 export default async function setup(): Promise<() => Promise<void>> {
   const probe = probeAddress(process.env);
   const choice = await chooseRedis({
@@ -66,7 +65,9 @@ export default async function setup(): Promise<() => Promise<void>> {
   }
 
   const port = await freePort();
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   server.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   // Never outlive the test run, even when vitest exits without running teardown.
@@ -79,7 +80,9 @@ export default async function setup(): Promise<() => Promise<void>> {
   }
   if (!(await pingAnswers(address))) {
     onExit();
-    process.stderr.write(`npm test: nothing answers on ${probe} and a private redis-server did not start on port ${port}: ${stderr.trim().split('\n').at(-1) ?? ''}\n`);
+    process.stderr.write(
+      `npm test: nothing answers on ${probe} and a private redis-server did not start on port ${port}: ${stderr.trim().split('\n').at(-1) ?? ''}\n`,
+    );
     process.exit(1);
   }
   process.env.TEST_REDIS_URL = `redis://${address}`;

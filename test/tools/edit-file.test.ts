@@ -57,19 +57,13 @@ describe('edit_file', () => {
     await sb.write('a.txt', 'abc');
     await sb.write('big.txt', 'x'.repeat(2000));
     const tool = createEditFileTool(sb.ws, { maxFileBytes: 1024 });
-    await expect(tool.execute({ path: 'a.txt', old_text: 'b', new_text: 'b' }, { signal: sb.signal })).rejects.toThrow(
-      'old_text and new_text are identical',
-    );
-    await expect(tool.execute({ path: 'nope.txt', old_text: 'b', new_text: 'c' }, { signal: sb.signal })).rejects.toThrow(
-      'nope.txt does not exist',
-    );
+    await expect(tool.execute({ path: 'a.txt', old_text: 'b', new_text: 'b' }, { signal: sb.signal })).rejects.toThrow('old_text and new_text are identical');
+    await expect(tool.execute({ path: 'nope.txt', old_text: 'b', new_text: 'c' }, { signal: sb.signal })).rejects.toThrow('nope.txt does not exist');
     await expect(tool.execute({ path: 'big.txt', old_text: 'x', new_text: 'y' }, { signal: sb.signal })).rejects.toThrow(
       'big.txt is 2 KB, over the 1 KB limit',
     );
     await sb.write('small.txt', 'x');
-    await expect(tool.execute({ path: 'small.txt', old_text: 'x', new_text: 'y'.repeat(2000) }, { signal: sb.signal })).rejects.toThrow(
-      /over the limit/,
-    );
+    await expect(tool.execute({ path: 'small.txt', old_text: 'x', new_text: 'y'.repeat(2000) }, { signal: sb.signal })).rejects.toThrow(/over the limit/);
     expect(await sb.read('small.txt')).toBe('x');
   });
 });

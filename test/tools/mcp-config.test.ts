@@ -77,22 +77,29 @@ describe('loadMcpConfig', () => {
   });
 
   it("reads Switchboard's own keys", async () => {
-    const file = await fileWith(servers({
-      fs: {
-        command: 'node',
-        args: ['server.js'],
-        cwd: 'servers/fs',
-        tools: { include: ['read', 'write'], exclude: ['write'] },
-        approve: ['write'],
-        timeoutMs: 5000,
-        platforms: ['slack', 'terminal'],
-      },
-      legacy: { url: 'http://127.0.0.1:9000/sse', transport: 'sse', approve: true },
-      claude: { type: 'sse', url: 'http://127.0.0.1:9001/sse' },
-      strict: { type: 'http', url: 'http://127.0.0.1:9002/mcp', transport: 'streamable-http' },
-    }));
+    const file = await fileWith(
+      servers({
+        fs: {
+          command: 'node',
+          args: ['server.js'],
+          cwd: 'servers/fs',
+          tools: { include: ['read', 'write'], exclude: ['write'] },
+          approve: ['write'],
+          timeoutMs: 5000,
+          platforms: ['slack', 'terminal'],
+        },
+        legacy: { url: 'http://127.0.0.1:9000/sse', transport: 'sse', approve: true },
+        claude: { type: 'sse', url: 'http://127.0.0.1:9001/sse' },
+        strict: { type: 'http', url: 'http://127.0.0.1:9002/mcp', transport: 'streamable-http' },
+      }),
+    );
     const [fs, legacy, claude, strict] = loadMcpConfig(file, {}).servers as [McpStdioServer, McpHttpServer, McpHttpServer, McpHttpServer];
-    expect(fs).toMatchObject({ tools: { include: ['read', 'write'], exclude: ['write'] }, approve: ['write'], timeoutMs: 5000, platforms: ['slack', 'terminal'] });
+    expect(fs).toMatchObject({
+      tools: { include: ['read', 'write'], exclude: ['write'] },
+      approve: ['write'],
+      timeoutMs: 5000,
+      platforms: ['slack', 'terminal'],
+    });
     // A relative cwd is taken from the file's folder.
     expect(fs.cwd).toBe(path.join(dir, 'servers/fs'));
     expect(legacy).toMatchObject({ transport: 'sse', approve: true });
@@ -101,16 +108,25 @@ describe('loadMcpConfig', () => {
   });
 
   it('expands ${VAR} in command, args, env, cwd, url and headers, and keeps the values as secrets', async () => {
-    const file = await fileWith(servers({
-      gh: {
-        command: '${BIN_DIR}/github-mcp',
-        args: ['--org', '${ORG}', 'plain $HOME stays'],
-        env: { GITHUB_TOKEN: '${GITHUB_TOKEN}', LEVEL: '${LEVEL:-info}' },
-        cwd: '${WORK}',
-      },
-      api: { url: 'https://${API_HOST}/mcp', headers: { Authorization: 'Bearer ${API_TOKEN}' } },
-    }));
-    const env = { BIN_DIR: '/opt/bin', ORG: 'acme', GITHUB_TOKEN: 'ghp_secret_value', WORK: '/srv/work', API_HOST: 'api.example.com', API_TOKEN: 'tok_0123456789' };
+    const file = await fileWith(
+      servers({
+        gh: {
+          command: '${BIN_DIR}/github-mcp',
+          args: ['--org', '${ORG}', 'plain $HOME stays'],
+          env: { GITHUB_TOKEN: '${GITHUB_TOKEN}', LEVEL: '${LEVEL:-info}' },
+          cwd: '${WORK}',
+        },
+        api: { url: 'https://${API_HOST}/mcp', headers: { Authorization: 'Bearer ${API_TOKEN}' } },
+      }),
+    );
+    const env = {
+      BIN_DIR: '/opt/bin',
+      ORG: 'acme',
+      GITHUB_TOKEN: 'ghp_secret_value',
+      WORK: '/srv/work',
+      API_HOST: 'api.example.com',
+      API_TOKEN: 'tok_0123456789',
+    };
     const [gh, api] = loadMcpConfig(file, env).servers as [McpStdioServer, McpHttpServer];
     expect(gh).toMatchObject({
       command: '/opt/bin/github-mcp',

@@ -93,7 +93,9 @@ describe('MCP over HTTP+SSE', () => {
 
   it('falls back to SSE when a url server does not speak Streamable HTTP', async () => {
     expect(registry.status()[2]).toEqual({ name: 'fallback', state: 'connected', tools: 10 });
-    expect(logs.lines()).toContainEqual(expect.objectContaining({ mcpServer: 'fallback', status: 405, msg: 'MCP server does not speak Streamable HTTP; trying SSE' }));
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({ mcpServer: 'fallback', status: 405, msg: 'MCP server does not speak Streamable HTTP; trying SSE' }),
+    );
     // Offered on discord only.
     expect(find(tools(), 'fallback__lookup')).toBeUndefined();
     expect(await callTool(tools('discord'), 'fallback__lookup', { key: 'f' })).toMatchObject({ ok: true, content: 'lookup f: found' });

@@ -38,7 +38,11 @@ beforeAll(async () => {
     }),
     narrow: stdioEntry({ tools: { include: ['lookup', 'sleep', 'env'], exclude: ['sleep'] }, platforms: ['slack'], approve: true }),
     broken: { command: path.join(sb.base, 'no-such-mcp-server'), args: [] },
-    crashing: { command: process.execPath, args: ['-e', 'console.error("login refused for key " + process.env.API_KEY); process.exit(3)'], env: { API_KEY: '${CRASH_KEY}' } },
+    crashing: {
+      command: process.execPath,
+      args: ['-e', 'console.error("login refused for key " + process.env.API_KEY); process.exit(3)'],
+      env: { API_KEY: '${CRASH_KEY}' },
+    },
     mute: { command: 'sleep', args: ['30'], timeoutMs: 500 },
   });
   const config = loadMcpConfig(file, { ...process.env, MCP_TEST_GREETING: 'hello from the config', CRASH_KEY: 'sk-crash-key-77' });
@@ -116,7 +120,11 @@ describe('MCP over stdio', () => {
 
   it('calls a read-only tool and a side-effecting one', async () => {
     const tools = slackTools();
-    expect(await callTool(tools, 'fake__lookup', { key: 'printer' })).toEqual({ ok: true, content: 'lookup printer: found', summary: 'fake__lookup → lookup printer: found' });
+    expect(await callTool(tools, 'fake__lookup', { key: 'printer' })).toEqual({
+      ok: true,
+      content: 'lookup printer: found',
+      summary: 'fake__lookup → lookup printer: found',
+    });
     expect(await callTool(tools, 'fake__append_line', { line: 'first' })).toMatchObject({ ok: true, content: 'appended' });
     expect(await fs.readFile(appendFile, 'utf8')).toBe('first\n');
   });

@@ -83,7 +83,12 @@ describe('an MCP tool', () => {
   });
 
   it('passes valid arguments to the server by its MCP name and joins the text parts', async () => {
-    const { src, calls } = source({ content: [{ type: 'text', text: 'Created #12' }, { type: 'text', text: 'https://tracker/12' }] });
+    const { src, calls } = source({
+      content: [
+        { type: 'text', text: 'Created #12' },
+        { type: 'text', text: 'https://tracker/12' },
+      ],
+    });
     const tools = [createMcpTool('tracker__create_issue', src, listed('create_issue', ISSUE_SCHEMA), sb.ws)];
     const args = { title: 'Printer on fire', labels: ['hw'], assignee: { login: 'ann', team: 'core' }, priority: 1 };
     const result = await callTool(tools, 'tracker__create_issue', args);
@@ -92,14 +97,25 @@ describe('an MCP tool', () => {
   });
 
   it('turns an isError result into an error result with the server’s text', async () => {
-    const tools = [createMcpTool('tracker__close', source({ isError: true, content: [{ type: 'text', text: 'issue 12 is locked' }] }).src, listed('close'), sb.ws)];
-    expect(await callTool(tools, 'tracker__close', {})).toEqual({ ok: false, content: 'Error: issue 12 is locked', summary: 'tracker__close → error: issue 12 is locked' });
+    const tools = [
+      createMcpTool('tracker__close', source({ isError: true, content: [{ type: 'text', text: 'issue 12 is locked' }] }).src, listed('close'), sb.ws),
+    ];
+    expect(await callTool(tools, 'tracker__close', {})).toEqual({
+      ok: false,
+      content: 'Error: issue 12 is locked',
+      summary: 'tracker__close → error: issue 12 is locked',
+    });
     const silent = [createMcpTool('tracker__close', source({ isError: true, content: [] }).src, listed('close'), sb.ws)];
     expect((await callTool(silent, 'tracker__close', {})).content).toBe('Error: the tool reported an error and gave no message');
   });
 
   it('saves images into the workspace under mcp/<server>/, numbered, and names them in the result', async () => {
-    const answer: McpCallResult = { content: [{ type: 'text', text: 'chart:' }, { type: 'image', data: DOT_PNG, mimeType: 'image/png' }] };
+    const answer: McpCallResult = {
+      content: [
+        { type: 'text', text: 'chart:' },
+        { type: 'image', data: DOT_PNG, mimeType: 'image/png' },
+      ],
+    };
     const tools = [createMcpTool('tracker__chart', source(answer).src, listed('chart'), sb.ws)];
     const first = await callTool(tools, 'tracker__chart', {});
     const second = await callTool(tools, 'tracker__chart', {});

@@ -70,9 +70,7 @@ describe('read_file', () => {
     await expect(tool.execute({ path: 'nope.txt' }, { signal: sb.signal })).rejects.toThrow('nope.txt does not exist');
     await expect(tool.execute({ path: 'dir' }, { signal: sb.signal })).rejects.toThrow('dir is a directory; use list_files');
     expect(await tool.execute({ path: 'empty.txt' }, { signal: sb.signal })).toBe('(empty.txt is empty)');
-    await expect(tool.execute({ path: 'dir/a.txt', offset: 5 }, { signal: sb.signal })).rejects.toThrow(
-      'offset 5 is past the end of dir/a.txt (1 lines)',
-    );
+    await expect(tool.execute({ path: 'dir/a.txt', offset: 5 }, { signal: sb.signal })).rejects.toThrow('offset 5 is past the end of dir/a.txt (1 lines)');
   });
 
   it('stops when the signal is aborted', async () => {

@@ -81,7 +81,9 @@ describe('run_command in bwrap', () => {
   });
 
   it('writes only to the workspace and the sized /tmp and /dev/shm', async () => {
-    const out = await run('for p in /usr/x /etc/passwd /x /etc/x /dev/x; do touch $p 2>&1 | grep -c "Read-only file system"; done; touch /tmp/x /dev/shm/x && echo ok; df -k /tmp /dev/shm | tail -2');
+    const out = await run(
+      'for p in /usr/x /etc/passwd /x /etc/x /dev/x; do touch $p 2>&1 | grep -c "Read-only file system"; done; touch /tmp/x /dev/shm/x && echo ok; df -k /tmp /dev/shm | tail -2',
+    );
     const lines = out.split('\n');
     expect(lines.slice(0, 6)).toEqual(['1', '1', '1', '1', '1', 'ok']);
     expect(lines[6]).toMatch(/^tmpfs\s+524288\s/);
@@ -94,7 +96,10 @@ describe('run_command in bwrap', () => {
     try {
       const out = await run('env | sort');
       expect(out).not.toContain(secret);
-      const names = out.split('\n').slice(0, -1).map((line) => line.split('=')[0]);
+      const names = out
+        .split('\n')
+        .slice(0, -1)
+        .map((line) => line.split('=')[0]);
       expect(names).toEqual(['HOME', 'LANG', 'PATH', 'PWD', 'SHLVL', 'TERM', '_']);
     } finally {
       delete process.env.SB_TEST_SECRET;
@@ -283,7 +288,9 @@ describe('run_command with sandbox none', () => {
 describe('run_command arguments and failures', () => {
   it('caps timeout_s at maxTimeoutS and says so', async () => {
     const out = await run('sleep 5', { ...BWRAP, maxTimeoutS: 1 }, { timeout_s: 30 });
-    expect(out).toBe('(no output)\n[timeout_s 30 is over the limit; it ran with 1 s]\n[timed out after 1 s: the command and everything it started were killed]');
+    expect(out).toBe(
+      '(no output)\n[timeout_s 30 is over the limit; it ran with 1 s]\n[timed out after 1 s: the command and everything it started were killed]',
+    );
     expect(await run('echo fine', { ...BWRAP, maxTimeoutS: 1 })).toBe('fine\n[exit code 0]');
   });
 
@@ -292,7 +299,9 @@ describe('run_command arguments and failures', () => {
     const tools = buildTools(sb.ws, { exec: BWRAP });
     const tool = tools.find((t) => t.name === 'run_command')!;
     expect(tool.readOnly).toBeUndefined();
-    expect(tool.description).toBe('Run a shell command (bash -c) in the workspace (/workspace), sandboxed, no network. Returns stdout+stderr (30 KB max, head and tail) and the exit code. Timeout at most 600 s.');
+    expect(tool.description).toBe(
+      'Run a shell command (bash -c) in the workspace (/workspace), sandboxed, no network. Returns stdout+stderr (30 KB max, head and tail) and the exit code. Timeout at most 600 s.',
+    );
     const empty = await runToolCall(tools, { name: 'run_command', arguments: '{"command":""}' }, sb.signal);
     expect(empty.ok).toBe(false);
     expect(empty.content).toMatch(/- command: Too small/);
@@ -318,7 +327,10 @@ describe('run_command arguments and failures', () => {
   });
 
   it.each([
-    ['bwrap: setting up uid map: Permission denied', /\(bwrap: setting up uid map: Permission denied\): allow unprivileged user namespaces .*EXEC_SANDBOX=none$/],
+    [
+      'bwrap: setting up uid map: Permission denied',
+      /\(bwrap: setting up uid map: Permission denied\): allow unprivileged user namespaces .*EXEC_SANDBOX=none$/,
+    ],
     ['bwrap: Unknown option --size', /\(bwrap: Unknown option --size\): this bubblewrap is too old: commands need 0\.8 or later/],
     ['bwrap: execvp prlimit: No such file or directory', /\(bwrap: execvp prlimit: No such file or directory\): commands need bash and prlimit/],
   ])('the start-up check explains a bwrap that fails: %s', async (message, expected) => {

@@ -38,9 +38,7 @@ describe('runToolCall', () => {
   it('lists the available tools for an unknown name', async () => {
     const result = await runToolCall(tools, call('delete_everything', {}), sb.signal);
     expect(result.ok).toBe(false);
-    expect(result.content).toBe(
-      'Error: unknown tool "delete_everything". Available tools: list_files, read_file, write_file, edit_file, search_files',
-    );
+    expect(result.content).toBe('Error: unknown tool "delete_everything". Available tools: list_files, read_file, write_file, edit_file, search_files');
     expect(result.summary).toBe('delete_everything → error: unknown tool');
   });
 
@@ -178,7 +176,11 @@ describe('runToolCall with a deadline', () => {
 
   it('a tool that finishes in time returns its result', async () => {
     const tool = fakeTool(async () => 'done');
-    expect(await runToolCall([tool], call('fake', { path: 'x' }), sb.signal, { timeoutMs: 100 })).toEqual({ ok: true, content: 'done', summary: 'fake x → done' });
+    expect(await runToolCall([tool], call('fake', { path: 'x' }), sb.signal, { timeoutMs: 100 })).toEqual({
+      ok: true,
+      content: 'done',
+      summary: 'fake x → done',
+    });
   });
 
   it("the caller's abort is still reported as cancelled", async () => {

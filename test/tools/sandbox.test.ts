@@ -31,29 +31,91 @@ function hostPathsOf(args: string[]): string[] {
 describe('bwrapArgs', () => {
   it('builds the whole sandbox: namespaces, a read-only /usr, a minimal /etc, the workspace, a clean environment, prlimit and bash -c', () => {
     expect(bwrapArgs(DEBIAN, { network: false, workspace: WS, command: 'ls -la' })).toEqual([
-      '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net', '--disable-userns',
-      '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
-      '--ro-bind', '/usr', '/usr',
-      '--symlink', 'usr/bin', '/bin',
-      '--symlink', 'usr/lib', '/lib',
-      '--symlink', 'usr/lib64', '/lib64',
-      '--symlink', 'usr/sbin', '/sbin',
-      '--ro-bind', '/etc/passwd', '/etc/passwd',
-      '--ro-bind', '/etc/group', '/etc/group',
-      '--ro-bind', '/etc/hosts', '/etc/hosts',
-      '--ro-bind', '/etc/ld.so.cache', '/etc/ld.so.cache',
-      '--ro-bind', '/etc/ssl/certs', '/etc/ssl/certs',
-      '--proc', '/proc', '--dev', '/dev',
-      '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm',
-      '--size', String(512 * 1024 * 1024), '--tmpfs', '/tmp',
-      '--bind', WS, '/workspace',
-      '--remount-ro', '/dev', '--remount-ro', '/',
-      '--chdir', '/workspace',
+      '--unshare-user',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      '--unshare-net',
+      '--disable-userns',
+      '--die-with-parent',
+      '--new-session',
+      '--cap-drop',
+      'ALL',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--symlink',
+      'usr/lib',
+      '/lib',
+      '--symlink',
+      'usr/lib64',
+      '/lib64',
+      '--symlink',
+      'usr/sbin',
+      '/sbin',
+      '--ro-bind',
+      '/etc/passwd',
+      '/etc/passwd',
+      '--ro-bind',
+      '/etc/group',
+      '/etc/group',
+      '--ro-bind',
+      '/etc/hosts',
+      '/etc/hosts',
+      '--ro-bind',
+      '/etc/ld.so.cache',
+      '/etc/ld.so.cache',
+      '--ro-bind',
+      '/etc/ssl/certs',
+      '/etc/ssl/certs',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--size',
+      String(64 * 1024 * 1024),
+      '--tmpfs',
+      '/dev/shm',
+      '--size',
+      String(512 * 1024 * 1024),
+      '--tmpfs',
+      '/tmp',
+      '--bind',
+      WS,
+      '/workspace',
+      '--remount-ro',
+      '/dev',
+      '--remount-ro',
+      '/',
+      '--chdir',
+      '/workspace',
       '--clearenv',
-      '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/workspace', '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TERM', 'dumb',
+      '--setenv',
+      'PATH',
+      SANDBOX_PATH,
+      '--setenv',
+      'HOME',
+      '/workspace',
+      '--setenv',
+      'LANG',
+      'C.UTF-8',
+      '--setenv',
+      'TERM',
+      'dumb',
       '--',
-      'prlimit', '--nproc=256', `--as=${2 * 1024 ** 3}`, `--fsize=${1024 ** 3}`, '--nofile=1024', '--',
-      'bash', '-c', 'ls -la',
+      'prlimit',
+      '--nproc=256',
+      `--as=${2 * 1024 ** 3}`,
+      `--fsize=${1024 ** 3}`,
+      '--nofile=1024',
+      '--',
+      'bash',
+      '-c',
+      'ls -la',
     ]);
   });
 
@@ -65,7 +127,11 @@ describe('bwrapArgs', () => {
   });
 
   it('binds real top-level folders instead of linking them, and leaves out what the host lacks', () => {
-    const split: HostLayout = new Map([['/bin', {}], ['/lib', {}], ['/etc/passwd', {}]]);
+    const split: HostLayout = new Map([
+      ['/bin', {}],
+      ['/lib', {}],
+      ['/etc/passwd', {}],
+    ]);
     const args = bwrapArgs(split, { network: false, workspace: WS, command: 'true' });
     expect(hostPathsOf(args)).toEqual(['/usr', '/bin', '/lib', '/etc/passwd', WS]);
     expect(args).not.toContain('--symlink');
@@ -75,7 +141,23 @@ describe('bwrapArgs', () => {
 
   it('shows no host path beyond /usr, the listed system folders and /etc files, and the workspace (read-write only that)', () => {
     const everything: HostLayout = new Map(
-      ['/bin', '/lib', '/lib64', '/sbin', '/etc/passwd', '/etc/group', '/etc/nsswitch.conf', '/etc/hosts', '/etc/localtime', '/etc/ld.so.cache', '/etc/alternatives', '/etc/ssl/certs', '/etc/ssl/openssl.cnf', '/etc/ca-certificates', '/etc/resolv.conf'].map((p) => [p, {}]),
+      [
+        '/bin',
+        '/lib',
+        '/lib64',
+        '/sbin',
+        '/etc/passwd',
+        '/etc/group',
+        '/etc/nsswitch.conf',
+        '/etc/hosts',
+        '/etc/localtime',
+        '/etc/ld.so.cache',
+        '/etc/alternatives',
+        '/etc/ssl/certs',
+        '/etc/ssl/openssl.cnf',
+        '/etc/ca-certificates',
+        '/etc/resolv.conf',
+      ].map((p) => [p, {}]),
     );
     for (const network of [false, true]) {
       const args = bwrapArgs(everything, { network, workspace: WS, command: 'true' });
@@ -85,7 +167,8 @@ describe('bwrapArgs', () => {
       // The only writable bind is the workspace.
       expect(args.filter((a) => a === '--bind')).toHaveLength(1);
       expect(args[args.indexOf('--bind') + 1]).toBe(WS);
-      for (const forbidden of ['/root', '/home', '/etc', '/etc/ssl', '/etc/ssl/private', '/run', '/var', '/work', '/srv/data/workspaces', '/opt']) expect(args).not.toContain(forbidden);
+      for (const forbidden of ['/root', '/home', '/etc', '/etc/ssl', '/etc/ssl/private', '/run', '/var', '/work', '/srv/data/workspaces', '/opt'])
+        expect(args).not.toContain(forbidden);
     }
   });
 

@@ -9,13 +9,7 @@ const tools = toModelTools(buildTools(new Workspace('/nonexistent/switchboard-sc
 describe('toModelTools', () => {
   it('describes the five tools as OpenAI function tools', () => {
     expect(tools.map((t) => t.type)).toEqual(['function', 'function', 'function', 'function', 'function']);
-    expect(tools.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual([
-      'list_files',
-      'read_file',
-      'write_file',
-      'edit_file',
-      'search_files',
-    ]);
+    expect(tools.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['list_files', 'read_file', 'write_file', 'edit_file', 'search_files']);
   });
 
   it('derives parameters from the zod schema, for input, without $schema or safe-integer noise', () => {

@@ -19,11 +19,7 @@ afterEach(async () => {
 describe('search_files', () => {
   it('returns path:line: text for each hit, skipping .git, node_modules and binary files', async () => {
     const out = await createSearchFilesTool(sb.ws).execute({ pattern: 'TODO', path: '.' }, { signal: sb.signal });
-    expect(out.split('\n')).toEqual([
-      'notes/a.md:2: TODO: write intro',
-      'notes/b.txt:2: TODO: crlf line',
-      'src/main.ts:1: const x = 1; // TODO refactor',
-    ]);
+    expect(out.split('\n')).toEqual(['notes/a.md:2: TODO: write intro', 'notes/b.txt:2: TODO: crlf line', 'src/main.ts:1: const x = 1; // TODO refactor']);
   });
 
   it('supports regex syntax, ignore_case, a sub-path and a file-name filter', async () => {
@@ -33,9 +29,7 @@ describe('search_files', () => {
     );
     expect(await tool.execute({ pattern: '^todo\\b', path: 'notes' }, { signal: sb.signal })).toBe('notes/b.txt:1: todo lowercase');
     expect(await tool.execute({ pattern: 'TODO', path: '.', name: '.md' }, { signal: sb.signal })).toBe('notes/a.md:2: TODO: write intro');
-    expect(await tool.execute({ pattern: 'x = \\d', path: 'src/main.ts' }, { signal: sb.signal })).toBe(
-      'src/main.ts:1: const x = 1; // TODO refactor',
-    );
+    expect(await tool.execute({ pattern: 'x = \\d', path: 'src/main.ts' }, { signal: sb.signal })).toBe('src/main.ts:1: const x = 1; // TODO refactor');
   });
 
   it('says so when nothing matches', async () => {
@@ -50,10 +44,7 @@ describe('search_files', () => {
 
   it('caps matches and line length with notes', async () => {
     await sb.write('many.txt', Array.from({ length: 50 }, (_, i) => `hit ${i} ${'y'.repeat(100)}`).join('\n'));
-    const out = await createSearchFilesTool(sb.ws, { maxMatches: 5, maxLineChars: 20 }).execute(
-      { pattern: '^hit', path: 'many.txt' },
-      { signal: sb.signal },
-    );
+    const out = await createSearchFilesTool(sb.ws, { maxMatches: 5, maxLineChars: 20 }).execute({ pattern: '^hit', path: 'many.txt' }, { signal: sb.signal });
     const lines = out.split('\n');
     expect(lines).toHaveLength(6);
     expect(lines[0]).toBe(`many.txt:1: hit 0 ${'y'.repeat(13)}…`);

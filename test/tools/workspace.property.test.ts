@@ -58,7 +58,29 @@ async function realExistingPrefix(abs: string): Promise<string> {
 
 const segment = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(...LINKS.map(([l]) => path.basename(l)), 'sub', 'file.txt', 'plain.txt', 'new', '.', '..', '', '...') },
-  { weight: 3, arbitrary: fc.constantFrom('%2e%2e', '..%2f..', '%2F', '%00', '\u0000', '..\\..', 'C:', '~', '\u202e..', 'é', '\u00a0', '\ufeff', '..\u0000', '\ud800', '\udfff', '𝔘𝔫𝔦', '．．', '\u2024\u2024') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      '%2e%2e',
+      '..%2f..',
+      '%2F',
+      '%00',
+      '\u0000',
+      '..\\..',
+      'C:',
+      '~',
+      '\u202e..',
+      'é',
+      '\u00a0',
+      '\ufeff',
+      '..\u0000',
+      '\ud800',
+      '\udfff',
+      '𝔘𝔫𝔦',
+      '．．',
+      '\u2024\u2024',
+    ),
+  },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 12 }) },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme-composite', minLength: 200, maxLength: 300 }) },
 );

@@ -17,12 +17,20 @@ describe('formatStatus', () => {
   });
 
   it('running, counting the messages being answered', () => {
-    expect(formatStatus({ running: true, queued: 1 }, NOW)).toBe('A run is working on this conversation. 1 message(s) in its queue, counting the ones being answered.');
-    expect(formatStatus({ running: true, queued: 0 }, NOW)).toBe('A run is working on this conversation. 0 message(s) in its queue, counting the ones being answered.');
+    expect(formatStatus({ running: true, queued: 1 }, NOW)).toBe(
+      'A run is working on this conversation. 1 message(s) in its queue, counting the ones being answered.',
+    );
+    expect(formatStatus({ running: true, queued: 0 }, NOW)).toBe(
+      'A run is working on this conversation. 0 message(s) in its queue, counting the ones being answered.',
+    );
   });
 
   it('the last run with its reason and how long ago, rounded to seconds', () => {
-    const s: SessionStatus = { running: false, queued: 0, last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'failed', reason: 'step_limit', at: NOW - 5_400 } };
+    const s: SessionStatus = {
+      running: false,
+      queued: 0,
+      last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'failed', reason: 'step_limit', at: NOW - 5_400 },
+    };
     expect(formatStatus(s, NOW)).toBe('No run is active. Last run: failed (step_limit), 5 s ago.');
   });
 
@@ -34,7 +42,11 @@ describe('formatStatus', () => {
   });
 
   it('a last run stamped in the future (clock skew between hosts) is 0 s ago', () => {
-    const s: SessionStatus = { running: false, queued: 0, last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'cancelled', reason: 'cancelled', at: NOW + 10_000 } };
+    const s: SessionStatus = {
+      running: false,
+      queued: 0,
+      last: { runId: 'r1', messageIds: [], steps: 1, toolCalls: 0, state: 'cancelled', reason: 'cancelled', at: NOW + 10_000 },
+    };
     expect(formatStatus(s, NOW)).toBe('No run is active. Last run: cancelled (cancelled), 0 s ago.');
   });
 });

@@ -32,7 +32,15 @@ function memoryLogger(): { log: Logger; lines: () => Array<{ level: number; msg:
     },
   });
   const log = pino({ level: 'debug' }, stream);
-  return { log, lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string }) };
+  return {
+    log,
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { level: number; msg: string }),
+  };
 }
 
 type Call =
@@ -163,7 +171,17 @@ describe('progressLine', () => {
 });
 
 describe('honestLine', () => {
-  const REASONS: FailureReason[] = ['step_limit', 'context_budget', 'model_error', 'incomplete_turn', 'empty_answer', 'cancelled', 'worker_crashed', 'run_timeout', 'budget'];
+  const REASONS: FailureReason[] = [
+    'step_limit',
+    'context_budget',
+    'model_error',
+    'incomplete_turn',
+    'empty_answer',
+    'cancelled',
+    'worker_crashed',
+    'run_timeout',
+    'budget',
+  ];
 
   it('has a distinct, non-empty, single line for every failure reason', () => {
     const lines = REASONS.map((r) => honestLine(r, { maxSteps: 20 }));

@@ -52,7 +52,13 @@ describe('images of a turn (MODEL_VISION)', () => {
   const attachment = (name: string, size: number): Attachment => ({ name, ref: name, size });
 
   it('shows small images as data URLs after the text, names a large one, and leaves other files as paths', async () => {
-    const a = [attachment('shot.png', PNG_1X1.length), attachment('photo.png', 111), attachment('big.png', 6_000_000), attachment('notes.txt', 9), attachment('lost.png', 10)];
+    const a = [
+      attachment('shot.png', PNG_1X1.length),
+      attachment('photo.png', 111),
+      attachment('big.png', 6_000_000),
+      attachment('notes.txt', 9),
+      attachment('lost.png', 10),
+    ];
     const saved = new Map<Attachment, SavedAttachment>([
       [a[0]!, { path: 'uploads/shot.png' }],
       [a[1]!, { path: 'uploads/photo.png' }],
@@ -63,7 +69,17 @@ describe('images of a turn (MODEL_VISION)', () => {
     const images = await imagesOf(ws, saved, 5_000_000, log);
     expect([...images.keys()]).toEqual([a[0], a[1], a[2]]);
 
-    const message: InboundMessage = { v: 1, id: 'm1', platform: 'telegram', conversation: '1', sender: { id: '1' }, text: 'what is this?', attachments: a, eventId: 'e1', receivedAt: 0 };
+    const message: InboundMessage = {
+      v: 1,
+      id: 'm1',
+      platform: 'telegram',
+      conversation: '1',
+      sender: { id: '1' },
+      text: 'what is this?',
+      attachments: a,
+      eventId: 'e1',
+      receivedAt: 0,
+    };
     const user = toUserMessage(message, saved, images);
     expect(Array.isArray(user.content)).toBe(true);
     const parts = user.content as { type: string; text?: string; image_url?: { url: string } }[];
@@ -88,7 +104,13 @@ describe('images of a turn (MODEL_VISION)', () => {
   it('counts an image as a fixed number of tokens, not its base64', () => {
     const text: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'hi' }] };
     const big = `data:image/png;base64,${'A'.repeat(4_000_000)}`;
-    const withImage: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: big } }] };
+    const withImage: ChatMessage = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'image_url', image_url: { url: big } },
+      ],
+    };
     const extra = estimateTokens([withImage]) - estimateTokens([text]);
     expect(extra).toBeGreaterThanOrEqual(IMAGE_TOKENS);
     expect(extra).toBeLessThan(IMAGE_TOKENS + 50);
@@ -96,10 +118,25 @@ describe('images of a turn (MODEL_VISION)', () => {
 
   it('history and run records keep a line instead of the picture', () => {
     const turn: ChatMessage[] = [
-      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+        ],
+      },
       { role: 'assistant', content: 'a cat' },
     ];
-    const expected = [{ role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'text', text: IMAGE_NOT_KEPT }] }, turn[1]];
+    const expected = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'text', text: IMAGE_NOT_KEPT },
+        ],
+      },
+      turn[1],
+    ];
     expect(compactTurn(turn, 1000)).toEqual(expected);
     expect(recordTranscript(turn)).toEqual(expected);
     expect(JSON.stringify(compactTurn(turn, 1000))).not.toContain('base64');

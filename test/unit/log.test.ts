@@ -17,7 +17,10 @@ describe('logger', () => {
   it('writes one JSON line per event and redacts tokens, keys and auth headers', () => {
     const { lines, stream } = capture();
     const log = createLogger('info', 'switchboard', stream).child({ session: 'telegram:1', runId: '7.1' });
-    log.info({ token: 'bot-secret', config: { botToken: 'xoxb-1', signingSecret: 's3', apiKey: 'sk-1' }, req: { headers: { authorization: 'Bearer abc' } } }, 'run started');
+    log.info(
+      { token: 'bot-secret', config: { botToken: 'xoxb-1', signingSecret: 's3', apiKey: 'sk-1' }, req: { headers: { authorization: 'Bearer abc' } } },
+      'run started',
+    );
     expect(lines).toHaveLength(1);
     const line = lines[0]!;
     expect(line).toMatchObject({ msg: 'run started', session: 'telegram:1', runId: '7.1', token: '[redacted]' });

@@ -31,7 +31,9 @@ describe('a message over MESSAGE_MAX_CHARS', () => {
     expect(await readFile(join(root, path), 'utf8')).toBe(LONG);
     expect(b!.text.startsWith('a'.repeat(100))).toBe(true);
     expect(b!.text).not.toContain('THE-END');
-    expect(b!.text).toContain(`[This message was 157 characters long, too long to include in full: above are its first 100 characters. It is saved in full at ${path}; read it with read_file (offset/limit) or search_files.]`);
+    expect(b!.text).toContain(
+      `[This message was 157 characters long, too long to include in full: above are its first 100 characters. It is saved in full at ${path}; read it with read_file (offset/limit) or search_files.]`,
+    );
     expect(b!.attachments).toBe(long.attachments);
   });
 
@@ -51,12 +53,19 @@ describe('a message over MESSAGE_MAX_CHARS', () => {
     await writeFile(join(root, 'uploads'), 'a file where the folder should be');
     const [fitted] = await fitMessages(ws, [terminalMessage('s', LONG, 'ada')], 100, log);
     expect(fitted!.text.startsWith('a'.repeat(100))).toBe(true);
-    expect(fitted!.text).toMatch(/Saving the rest failed \((E[A-Z]+|uploads\/message-[0-9a-f]+\.txt has a parent that is not a directory \(uploads\))\), so it is not available/);
+    expect(fitted!.text).toMatch(
+      /Saving the rest failed \((E[A-Z]+|uploads\/message-[0-9a-f]+\.txt has a parent that is not a directory \(uploads\))\), so it is not available/,
+    );
     expect(fitted!.text).not.toContain(root);
   });
 
   it('is never cut inside a surrogate pair', async () => {
-    const [split, whole] = await fitMessages(ws, [terminalMessage('s', `${'a'.repeat(9)}😀b`, 'ada'), terminalMessage('s', `${'a'.repeat(8)}😀b`, 'ada')], 10, log);
+    const [split, whole] = await fitMessages(
+      ws,
+      [terminalMessage('s', `${'a'.repeat(9)}😀b`, 'ada'), terminalMessage('s', `${'a'.repeat(8)}😀b`, 'ada')],
+      10,
+      log,
+    );
     expect(split!.text.startsWith(`${'a'.repeat(9)}\n\n[This message was 12 characters long`)).toBe(true);
     expect(split!.text).toContain('above are its first 9 characters');
     expect(whole!.text.startsWith(`${'a'.repeat(8)}😀\n\n[`)).toBe(true);

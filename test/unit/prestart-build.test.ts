@@ -35,7 +35,7 @@ beforeAll(async () => {
   await cp(join(REPO, 'scripts/build.mjs'), join(dir, 'scripts/build.mjs'));
   await symlink(join(REPO, 'node_modules'), join(dir, 'node_modules'), 'dir');
   await mkdir(join(dir, 'src/cli'), { recursive: true });
-  await writeFile(join(dir, 'src/greeting.ts'), "export const greeting = (name: string): string => `hello ${name}`;\n");
+  await writeFile(join(dir, 'src/greeting.ts'), 'export const greeting = (name: string): string => `hello ${name}`;\n');
   await writeFile(join(dir, 'src/cli/main.ts'), "import { greeting } from '../greeting.js';\nconsole.log(greeting('world'));\n");
   expect(build().code).toBe(0);
 });
@@ -48,7 +48,14 @@ describe('npm start: the build step', () => {
   it('a clean clone builds dist/ with a runnable entry point', async () => {
     const run = spawnSync(process.execPath, ['dist/cli/main.js'], { cwd: dir, encoding: 'utf8' });
     expect(run.stdout).toBe('hello world\n');
-    expect(Object.keys(await distFiles()).sort()).toEqual(['.build-stamp.json', '.tsbuildinfo', 'cli/main.js', 'cli/main.js.map', 'greeting.js', 'greeting.js.map']);
+    expect(Object.keys(await distFiles()).sort()).toEqual([
+      '.build-stamp.json',
+      '.tsbuildinfo',
+      'cli/main.js',
+      'cli/main.js.map',
+      'greeting.js',
+      'greeting.js.map',
+    ]);
   });
 
   it('with nothing changed it writes no file in dist/', async () => {
@@ -94,7 +101,14 @@ describe('npm start: the build step', () => {
   it('a deleted dist/ (buildinfo with it) is rebuilt in full', async () => {
     await rm(join(dir, 'dist'), { recursive: true });
     expect(build().code).toBe(0);
-    expect(Object.keys(await distFiles()).sort()).toEqual(['.build-stamp.json', '.tsbuildinfo', 'cli/main.js', 'cli/main.js.map', 'greeting.js', 'greeting.js.map']);
+    expect(Object.keys(await distFiles()).sort()).toEqual([
+      '.build-stamp.json',
+      '.tsbuildinfo',
+      'cli/main.js',
+      'cli/main.js.map',
+      'greeting.js',
+      'greeting.js.map',
+    ]);
   });
 
   it('the output of a deleted source is removed', async () => {
@@ -113,7 +127,7 @@ describe('npm start: the build step', () => {
     expect(first.code).not.toBe(0);
     expect(first.output).toContain('greeting.ts');
     expect(build().code).not.toBe(0);
-    await writeFile(join(dir, 'src/greeting.ts'), "export const greeting = (name: string): string => `hi ${name}`;\n");
+    await writeFile(join(dir, 'src/greeting.ts'), 'export const greeting = (name: string): string => `hi ${name}`;\n');
     expect(build().code).toBe(0);
     expect(await read('dist/greeting.js')).toContain('hi ');
   });

@@ -30,7 +30,10 @@ const CODE = defineScript({ name: 'sbTestCode', keys: ['k'], args: ['code'], lua
 
 describe('the script registry', () => {
   it('sends keys, arguments and lists by name in the declared order, whatever order the call gives them in', async () => {
-    const reply = await runScript(redis, ECHO, { keys: { second: `${prefix}:b`, first: `${prefix}:a` }, args: { more: ['m'], y: 2, rest: ['r1', 'r2'], x: 'one' } });
+    const reply = await runScript(redis, ECHO, {
+      keys: { second: `${prefix}:b`, first: `${prefix}:a` },
+      args: { more: ['m'], y: 2, rest: ['r1', 'r2'], x: 'one' },
+    });
     expect(reply).toEqual([`${prefix}:a`, `${prefix}:b`, 'one', '2', 'r1', 'r2', 'm']);
   });
 

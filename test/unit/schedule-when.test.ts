@@ -22,7 +22,11 @@ describe('parseWhen: cron expressions and one-off times in a timezone', () => {
 
   it('a one-off local time becomes the instant of that wall-clock time in its zone, and a pattern for that second', () => {
     const r = parseWhen('2026-12-24T09:00', 'Europe/Berlin', { now: Date.parse('2026-12-01T00:00:00Z'), ...MIN });
-    expect(r).toEqual({ ok: true, spec: { kind: 'once', pattern: '0 0 9 24 12 *', tz: 'Europe/Berlin', at: Date.parse('2026-12-24T08:00:00Z') }, next: [Date.parse('2026-12-24T08:00:00Z')] });
+    expect(r).toEqual({
+      ok: true,
+      spec: { kind: 'once', pattern: '0 0 9 24 12 *', tz: 'Europe/Berlin', at: Date.parse('2026-12-24T08:00:00Z') },
+      next: [Date.parse('2026-12-24T08:00:00Z')],
+    });
   });
 
   it('a one-off with its own offset keeps that instant; the pattern is its wall clock in the schedule’s zone', () => {

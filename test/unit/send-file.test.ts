@@ -11,7 +11,10 @@ import { Workspace } from '../../src/tools/workspace.js';
 import { startHarness } from '../agent/harness.js';
 
 class PlatformError extends Error {
-  constructor(readonly how: WriteFailure, message: string) {
+  constructor(
+    readonly how: WriteFailure,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -37,7 +40,17 @@ class RecordingOutbound implements OutboundAdapter {
   }
 }
 
-const TO: InboundMessage = { v: 1, id: 'req-1', platform: 'telegram', conversation: '42', sender: { id: '42' }, text: 'send it', attachments: [], eventId: 'e', receivedAt: 0 };
+const TO: InboundMessage = {
+  v: 1,
+  id: 'req-1',
+  platform: 'telegram',
+  conversation: '42',
+  sender: { id: '42' },
+  text: 'send it',
+  attachments: [],
+  eventId: 'e',
+  receivedAt: 0,
+};
 
 describe('send_file', () => {
   let root: string;
@@ -66,7 +79,13 @@ describe('send_file', () => {
     expect(out.uploads).toHaveLength(1);
     const [{ to, file, bytes }] = out.uploads as [RecordingOutbound['uploads'][0]];
     expect(to).toBe('req-1');
-    expect({ name: file.name, path: file.path, size: file.size, mime: file.mime, caption: file.caption }).toEqual({ name: 'report.csv', path: 'out/report.csv', size: 8, mime: 'text/csv', caption: 'the numbers' });
+    expect({ name: file.name, path: file.path, size: file.size, mime: file.mime, caption: file.caption }).toEqual({
+      name: 'report.csv',
+      path: 'out/report.csv',
+      size: 8,
+      mime: 'text/csv',
+      caption: 'the numbers',
+    });
     expect(file.absolutePath).toBe(join(await ws.realRoot(), 'out', 'report.csv'));
     expect(bytes).toBe('a,b\n1,2\n');
   });
@@ -88,7 +107,10 @@ describe('send_file', () => {
 
   it.each([
     ['refused', 'Error: Telegram refused out/report.csv: Forbidden: bot was blocked by the user'],
-    ['unknown', 'Error: the upload of out/report.csv may or may not have arrived (Forbidden: bot was blocked by the user); it was not sent again. Ask the person before sending it again.'],
+    [
+      'unknown',
+      'Error: the upload of out/report.csv may or may not have arrived (Forbidden: bot was blocked by the user); it was not sent again. Ask the person before sending it again.',
+    ],
     ['retry', 'Error: out/report.csv was not sent (Forbidden: bot was blocked by the user); you may try once more'],
   ] as const)('a platform failure classified %s says what it means', async (how, content) => {
     const out = new RecordingOutbound();
@@ -98,7 +120,9 @@ describe('send_file', () => {
 
   it('is not offered where the platform cannot upload, and is side-effecting (journaled, never re-run on a resume)', () => {
     const { upload: _upload, ...cannot } = new RecordingOutbound();
-    expect(createSendFileTool(ws, { ...cannot, post: async () => [], edit: async () => {}, classifyWriteError: () => 'retry' } as OutboundAdapter, TO)).toBeUndefined();
+    expect(
+      createSendFileTool(ws, { ...cannot, post: async () => [], edit: async () => {}, classifyWriteError: () => 'retry' } as OutboundAdapter, TO),
+    ).toBeUndefined();
     expect(createSendFileTool(ws, new RecordingOutbound(), TO)!.readOnly).toBeUndefined();
   });
 });
@@ -111,7 +135,20 @@ describe('send_file in a resumed run', () => {
       h.tools.push(createSendFileTool(new Workspace(h.wsDir), out, TO)!);
       const args = JSON.stringify({ path: 'report.csv' });
       const recorded: StepRecord[] = [
-        { t: 'model', step: 1, calls: 1, response: { message: { role: 'assistant', content: 'Sending.', tool_calls: [{ id: 'call_f', type: 'function', function: { name: 'send_file', arguments: args } }] }, stopReason: 'toolUse', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } } },
+        {
+          t: 'model',
+          step: 1,
+          calls: 1,
+          response: {
+            message: {
+              role: 'assistant',
+              content: 'Sending.',
+              tool_calls: [{ id: 'call_f', type: 'function', function: { name: 'send_file', arguments: args } }],
+            },
+            stopReason: 'toolUse',
+            usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
+          },
+        },
         { t: 'tool_start', step: 1, callId: 'call_f', name: 'send_file', args },
       ];
       const journal: StepJournal = { recorded, record: () => {}, flush: async () => {} };

@@ -41,7 +41,9 @@ describe('session keys', () => {
   it('gives different keys to different sessions that would collide without encoding', () => {
     const keys = new Set(ROUND_TRIP.map(encodeSessionKey));
     expect(keys.size).toBe(ROUND_TRIP.length);
-    expect(encodeSessionKey({ platform: 'terminal', conversation: 'a:b' })).not.toBe(encodeSessionKey({ platform: 'terminal', conversation: 'a', thread: 'b' }));
+    expect(encodeSessionKey({ platform: 'terminal', conversation: 'a:b' })).not.toBe(
+      encodeSessionKey({ platform: 'terminal', conversation: 'a', thread: 'b' }),
+    );
   });
 
   it('treats an empty thread as no thread', () => {

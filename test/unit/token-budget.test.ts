@@ -46,7 +46,9 @@ describe('the budget line', () => {
   });
 
   it('is what honestLine gives for budget', () => {
-    expect(honestLine('budget', { dailyTokens: 1000, now: at('2025-03-09T23:59:30Z') })).toBe("You have used today's token budget (1,000 tokens); it resets at 00:00 UTC, in 1 min.");
+    expect(honestLine('budget', { dailyTokens: 1000, now: at('2025-03-09T23:59:30Z') })).toBe(
+      "You have used today's token budget (1,000 tokens); it resets at 00:00 UTC, in 1 min.",
+    );
   });
 });
 

@@ -19,7 +19,10 @@ function message(id: string, text: string, extra: Partial<InboundMessage> = {}):
 }
 
 function claimed(id: string, opts: { claims?: number; reset?: boolean; scheduled?: boolean } = {}): ClaimedMessage {
-  const m = message(id, `text ${id}`, { ...(opts.reset && { command: 'reset' as const }), ...(opts.scheduled && { scheduled: { id: 'k3f9qz', name: 'digest', firedAt: Date.parse('2026-12-07T08:00:00Z'), tz: 'Europe/Berlin' } }) });
+  const m = message(id, `text ${id}`, {
+    ...(opts.reset && { command: 'reset' as const }),
+    ...(opts.scheduled && { scheduled: { id: 'k3f9qz', name: 'digest', firedAt: Date.parse('2026-12-07T08:00:00Z'), tz: 'Europe/Berlin' } }),
+  });
   return { message: m, raw: JSON.stringify(m), claims: opts.claims ?? 1 };
 }
 
@@ -38,7 +41,9 @@ describe('selectTurn', () => {
 
   it('the model reads a scheduled message as one: which schedule, which firing in its zone, then the prompt', () => {
     const m = claimed('s', { scheduled: true }).message;
-    expect(toUserMessage(m).content).toBe('[Scheduled task "digest" (k3f9qz), firing of Mon 7 Dec 2026, 09:00 Europe/Berlin. Nobody is waiting in the chat: your answer is posted to the conversation. A scheduled run cannot create schedules or wait for approvals.]\n\ntext s');
+    expect(toUserMessage(m).content).toBe(
+      '[Scheduled task "digest" (k3f9qz), firing of Mon 7 Dec 2026, 09:00 Europe/Berlin. Nobody is waiting in the chat: your answer is posted to the conversation. A scheduled run cannot create schedules or wait for approvals.]\n\ntext s',
+    );
   });
 
   it('a single message is an agent turn of its own', () => {

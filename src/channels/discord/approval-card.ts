@@ -86,7 +86,15 @@ export function cardButtons(approvalId: string): ActionRow[] {
  * posted. It pings no one.
  */
 export async function postCard(w: DiscordWriter, to: InboundMessage, card: ApprovalCard): Promise<string> {
-  const body: Record<string, unknown> = { content: cardText(card), components: cardButtons(card.id), allowed_mentions: NO_PINGS, nonce: cardNonce(card.id), enforce_nonce: true, ...quietReply(to), ...w.created('card') };
+  const body: Record<string, unknown> = {
+    content: cardText(card),
+    components: cardButtons(card.id),
+    allowed_mentions: NO_PINGS,
+    nonce: cardNonce(card.id),
+    enforce_nonce: true,
+    ...quietReply(to),
+    ...w.created('card'),
+  };
   const posted = await w.write<Posted>(to.conversation, 'POST', `/channels/${to.conversation}/messages`, { body, idempotent: true });
   return posted.id;
 }
@@ -99,7 +107,9 @@ export async function postCard(w: DiscordWriter, to: InboundMessage, card: Appro
  */
 export async function settleCard(w: DiscordWriter, to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
   try {
-    await w.write(to.conversation, 'PATCH', `/channels/${to.conversation}/messages/${messageId}`, { body: { content: decidedText(card, outcome), components: [], allowed_mentions: NO_PINGS, ...w.edited('card') } });
+    await w.write(to.conversation, 'PATCH', `/channels/${to.conversation}/messages/${messageId}`, {
+      body: { content: decidedText(card, outcome), components: [], allowed_mentions: NO_PINGS, ...w.edited('card') },
+    });
   } catch (err) {
     if (!(err instanceof DiscordApiError && err.status === 404)) throw err;
   }

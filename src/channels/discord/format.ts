@@ -32,7 +32,10 @@ export function toDiscordMarkdown(markdown: string): string {
     }
     out.push(proseLine(line));
   }
-  return out.join('\n').replace(/\n{3,}/g, '\n\n').trim();
+  return out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 }
 
 /** How many lines from `i` form a Markdown table (a header row, a separator row, body rows), 0 if none. */
@@ -52,7 +55,9 @@ function proseLine(line: string): string {
   // Outside inline code only: `![alt](url)` → `[alt](url)`.
   return line
     .split(/(`[^`]*`)/)
-    .map((part, k) => (k % 2 === 1 ? part : part.replace(/!\[([^\]]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g, (_m, alt: string, url: string) => `[${alt.trim() || 'image'}](${url})`)))
+    .map((part, k) =>
+      k % 2 === 1 ? part : part.replace(/!\[([^\]]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g, (_m, alt: string, url: string) => `[${alt.trim() || 'image'}](${url})`),
+    )
     .join('');
 }
 

@@ -32,7 +32,8 @@ export function describeFailure(code: number | undefined, err?: unknown): { deta
   }
   if (code === 4014) {
     return {
-      detail: 'Discord refused the Message Content intent: enable it (Developer Portal → Bot → Privileged Gateway Intents → Message Content Intent) or set DISCORD_MESSAGE_CONTENT=0 for mention-only mode',
+      detail:
+        'Discord refused the Message Content intent: enable it (Developer Portal → Bot → Privileged Gateway Intents → Message Content Intent) or set DISCORD_MESSAGE_CONTENT=0 for mention-only mode',
       fatal: true,
     };
   }
@@ -158,15 +159,21 @@ export class DiscordGateway {
       const me = client.user;
       if (!me) return;
       const roleId = message.guild?.roles.botRoleFor(me)?.id;
-      void handlers.onMessage(message, { id: me.id, name: me.username, ...(roleId && { roleId }) }).catch((err: unknown) => log.error({ err: safeError(err), eventId: message.id }, 'discord message handler failed'));
+      void handlers
+        .onMessage(message, { id: me.id, name: me.username, ...(roleId && { roleId }) })
+        .catch((err: unknown) => log.error({ err: safeError(err), eventId: message.id }, 'discord message handler failed'));
     });
     client.on(Events.InteractionCreate, (interaction) => {
       if (interaction.isButton()) {
-        void handlers.onButton(interaction).catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord button handler failed'));
+        void handlers
+          .onButton(interaction)
+          .catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord button handler failed'));
         return;
       }
       if (!interaction.isChatInputCommand()) return;
-      void handlers.onCommand(interaction, client.user?.username ?? '').catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord command handler failed'));
+      void handlers
+        .onCommand(interaction, client.user?.username ?? '')
+        .catch((err: unknown) => log.error({ err: safeError(err), eventId: interaction.id }, 'discord command handler failed'));
     });
   }
 }

@@ -76,7 +76,8 @@ export class DiscordHandlers {
       }
     } catch (err) {
       log.error({ err: safeError(err), eventId: view.id, command: view.name }, 'slash command failed');
-      if (interaction.deferred) await interaction.editReply({ content: QUEUE_FAILED, allowedMentions: { parse: [] }, flags: MessageFlags.SuppressEmbeds }).catch(() => undefined);
+      if (interaction.deferred)
+        await interaction.editReply({ content: QUEUE_FAILED, allowedMentions: { parse: [] }, flags: MessageFlags.SuppressEmbeds }).catch(() => undefined);
       else if (!interaction.replied) await ephemeral(interaction, QUEUE_FAILED).catch(() => undefined);
     }
   }
@@ -104,7 +105,12 @@ export class DiscordHandlers {
     if (result.kind === 'decided') {
       const { record } = result;
       const outcome = { decision: record.status as 'approved' | 'denied', by: record.by ?? view.user.name, at: record.at ?? Date.now() };
-      return void (await interaction.update({ content: decidedText(cardOf(record), outcome), components: [], allowedMentions: { parse: [] }, flags: MessageFlags.SuppressEmbeds }));
+      return void (await interaction.update({
+        content: decidedText(cardOf(record), outcome),
+        components: [],
+        allowedMentions: { parse: [] },
+        flags: MessageFlags.SuppressEmbeds,
+      }));
     }
     await ephemeral(interaction, refusalText(result));
   }

@@ -85,7 +85,10 @@ export function cleanText(content: string, bot: BotIdentity, userNames: Record<s
   let text = content.replace(new RegExp(`<@!?${bot.id}>`, 'g'), ' ');
   if (bot.roleId) text = text.replace(new RegExp(`<@&${bot.roleId}>`, 'g'), ' ');
   text = text.replace(/<@!?(\d+)>/g, (whole, id: string) => (userNames[id] ? `@${userNames[id]}` : whole));
-  return text.replace(/[ \t]{2,}/g, ' ').replace(/^[ \t]+|[ \t]+$/gm, '').trim();
+  return text
+    .replace(/[ \t]{2,}/g, ' ')
+    .replace(/^[ \t]+|[ \t]+$/gm, '')
+    .trim();
 }
 
 export interface CommandView {
@@ -126,6 +129,9 @@ export function normaliseCommand(view: CommandView, now: number): InboundMessage
     attachments: [],
     eventId: view.id,
     receivedAt: now,
-    meta: { ...interactionMeta({ id: view.id, token: view.token, applicationId: view.applicationId, userId: view.user.id }), ...(view.guildId && { guildId: view.guildId }) },
+    meta: {
+      ...interactionMeta({ id: view.id, token: view.token, applicationId: view.applicationId, userId: view.user.id }),
+      ...(view.guildId && { guildId: view.guildId }),
+    },
   };
 }

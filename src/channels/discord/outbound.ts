@@ -1,7 +1,17 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { memoryLedger, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
+import type {
+  ApprovalCard,
+  ApprovalOutcome,
+  Attachment,
+  DeliveredOutcome,
+  InboundMessage,
+  OutboundAdapter,
+  OutgoingFile,
+  PostKind,
+  StreamShown,
+} from '../types.js';
 import { postCard, settleCard } from './approval-card.js';
 import { downloadAttachment } from './download.js';
 import { discordWriteFailure, safeError } from './errors.js';

@@ -27,7 +27,14 @@ export async function postReply(w: DiscordWriter, to: InboundMessage, text: stri
 }
 
 /** Null when the interaction refused the first write: the caller posts everything in the channel. */
-async function postToInteraction(w: DiscordWriter, ref: InteractionRef, to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger): Promise<string[] | null> {
+async function postToInteraction(
+  w: DiscordWriter,
+  ref: InteractionRef,
+  to: InboundMessage,
+  text: string,
+  kind: PostKind,
+  ledger: PieceLedger,
+): Promise<string[] | null> {
   const key = to.conversation;
   // The deferred response shows a streamed step's text: it stays, and what comes now follows it.
   const held = w.heldOriginal.has(ref.id);
@@ -44,7 +51,9 @@ async function postToInteraction(w: DiscordWriter, ref: InteractionRef, to: Inbo
     return ids.posted;
   }
   const pieces = splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT);
-  const sent = await interactionPieces(w, ref, pieces, ledger, !held, (piece, i) => (i === 0 && !held ? w.editOriginal(key, ref, piece, 'answer') : w.followUp(key, ref, piece, 'answer')));
+  const sent = await interactionPieces(w, ref, pieces, ledger, !held, (piece, i) =>
+    i === 0 && !held ? w.editOriginal(key, ref, piece, 'answer') : w.followUp(key, ref, piece, 'answer'),
+  );
   if (sent.gone === 0) return null;
   if (sent.gone === undefined) return sent.posted;
   return [...sent.posted, ...(await channelPieces(w, to, pieces.slice(sent.gone), kind, ledger, sent.gone))];
@@ -89,7 +98,15 @@ async function interactionPieces(
  * user). With enforce_nonce a resent POST returns the message already made, so a piece whose
  * outcome is unknown is sent again with its nonce.
  */
-function channelPieces(w: DiscordWriter, to: InboundMessage, pieces: string[], kind: PostKind, ledger: PieceLedger, offset: number, mention = ''): Promise<string[]> {
+function channelPieces(
+  w: DiscordWriter,
+  to: InboundMessage,
+  pieces: string[],
+  kind: PostKind,
+  ledger: PieceLedger,
+  offset: number,
+  mention = '',
+): Promise<string[]> {
   const key = to.conversation;
   return sendPieces(pieces, ledger, {
     offset,

@@ -41,13 +41,28 @@ export const SLASH_COMMANDS: readonly SlashCommand[] = [
   command('status', COMMANDS.status),
   command('help', COMMANDS.help),
   command('schedules', COMMANDS.schedules),
-  command('unschedule', COMMANDS.unschedule, [{ type: STRING, name: 'id', description: 'The schedule id, as /schedules shows it', required: true, max_length: 32 }]),
+  command('unschedule', COMMANDS.unschedule, [
+    { type: STRING, name: 'id', description: 'The schedule id, as /schedules shows it', required: true, max_length: 32 },
+  ]),
 ];
 
 /** The fields we set, as Discord returns them (it fills in ids, versions and defaults we ignore). */
 function comparable(c: Partial<SlashCommand>): string {
-  const options = (c.options ?? []).map((o) => ({ type: o.type, name: o.name, description: o.description, required: o.required ?? false, max_length: o.max_length ?? null }));
-  return JSON.stringify({ type: c.type ?? CHAT_INPUT, name: c.name, description: c.description, options, contexts: [...(c.contexts ?? [])].sort(), integration_types: [...(c.integration_types ?? [])].sort() });
+  const options = (c.options ?? []).map((o) => ({
+    type: o.type,
+    name: o.name,
+    description: o.description,
+    required: o.required ?? false,
+    max_length: o.max_length ?? null,
+  }));
+  return JSON.stringify({
+    type: c.type ?? CHAT_INPUT,
+    name: c.name,
+    description: c.description,
+    options,
+    contexts: [...(c.contexts ?? [])].sort(),
+    integration_types: [...(c.integration_types ?? [])].sort(),
+  });
 }
 
 /** True when the registered commands already are `wanted` (same set, same definitions). */

@@ -123,7 +123,9 @@ export class DiscordStream {
     const key = to.conversation;
     if (m.where !== 'channel' && ref && this.w.usable(ref)) {
       const body = { content, allowed_mentions: NO_PINGS, ...this.w.edited(kind) };
-      const done = await this.w.hook<unknown>(ref, () => (m.where === 'original' ? this.w.editOriginal(key, ref, content, kind, write) : this.w.followUpCall(key, ref, 'PATCH', m.id!, { body, ...write })));
+      const done = await this.w.hook<unknown>(ref, () =>
+        m.where === 'original' ? this.w.editOriginal(key, ref, content, kind, write) : this.w.followUpCall(key, ref, 'PATCH', m.id!, { body, ...write }),
+      );
       if (done) return;
     }
     if (!m.id) return;
@@ -184,7 +186,14 @@ export class DiscordStream {
       }
       // The first message replaces the deferred response, unless an earlier step's text is kept there.
       const original = i === 0 && !where.inChannel && !(ref && this.w.heldOriginal.has(ref.id));
-      const made = await this.post(to, content, { index: i, inChannel: where.inChannel, first: shown.ids[0], original, names: i === 0 && where.names, write: STREAM_WRITE });
+      const made = await this.post(to, content, {
+        index: i,
+        inChannel: where.inChannel,
+        first: shown.ids[0],
+        original,
+        names: i === 0 && where.names,
+        write: STREAM_WRITE,
+      });
       shown.ids.push(streamedId(made));
       shown.texts.push(content);
     }
@@ -205,12 +214,21 @@ export class DiscordStream {
     const ref = interactionOf(to);
     const key = to.conversation;
     if (!p.inChannel && ref && this.w.usable(ref)) {
-      const made = await this.w.hook(ref, () => (p.original ? this.w.editOriginal(key, ref, content, 'answer', p.write) : this.w.followUp(key, ref, content, 'answer', 0, p.write)));
+      const made = await this.w.hook(ref, () =>
+        p.original ? this.w.editOriginal(key, ref, content, 'answer', p.write) : this.w.followUp(key, ref, content, 'answer', 0, p.write),
+      );
       if (made && p.original) this.w.heldOriginal.add(ref.id);
       if (made) return { where: p.original ? 'original' : 'followup', id: made.id };
       if (p.original) throw new InteractionGoneAt(p.index);
     }
-    const body: Record<string, unknown> = { content, allowed_mentions: NO_PINGS, nonce: streamNonce(to, p.first, p.index), enforce_nonce: true, ...(p.index === 0 && p.inChannel && firstPlacement(to, 'answer', p.names)), ...this.w.created('answer') };
+    const body: Record<string, unknown> = {
+      content,
+      allowed_mentions: NO_PINGS,
+      nonce: streamNonce(to, p.first, p.index),
+      enforce_nonce: true,
+      ...(p.index === 0 && p.inChannel && firstPlacement(to, 'answer', p.names)),
+      ...this.w.created('answer'),
+    };
     const posted = await this.w.write<Posted>(key, 'POST', `/channels/${key}/messages`, { body, idempotent: true, ...p.write });
     return { where: 'channel', id: posted.id };
   }

@@ -25,11 +25,24 @@ export async function uploadFile(w: DiscordWriter, to: InboundMessage, file: Out
 }
 
 /** Null when the interaction no longer takes messages: the caller uploads to the channel. */
-async function uploadToInteraction(w: DiscordWriter, channel: string, ref: InteractionRef, file: OutgoingFile, part: UploadPart, signal: AbortSignal): Promise<string | null> {
+async function uploadToInteraction(
+  w: DiscordWriter,
+  channel: string,
+  ref: InteractionRef,
+  file: OutgoingFile,
+  part: UploadPart,
+  signal: AbortSignal,
+): Promise<string | null> {
   if (!(await w.hook(ref, () => settleDeferred(w, channel, ref, file, signal)))) return null;
   // Not idempotent, like any follow-up: one whose response was lost is not sent again (only a 429 is retried).
   const posted = await w.hook(ref, () =>
-    w.write<Posted>(channel, 'POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { ...fileMessage(file), ...w.created('answer') }, files: [part], timeoutMs: UPLOAD_TIMEOUT_MS, signal }),
+    w.write<Posted>(channel, 'POST', `/webhooks/${ref.applicationId}/${ref.token}`, {
+      auth: false,
+      body: { ...fileMessage(file), ...w.created('answer') },
+      files: [part],
+      timeoutMs: UPLOAD_TIMEOUT_MS,
+      signal,
+    }),
   );
   return posted?.id ?? null;
 }
@@ -48,7 +61,13 @@ async function settleDeferred(w: DiscordWriter, channel: string, ref: Interactio
 /** With enforce_nonce a resent upload (a lost response, a 5xx) returns the message already made. */
 async function uploadToChannel(w: DiscordWriter, to: InboundMessage, file: OutgoingFile, part: UploadPart, signal: AbortSignal): Promise<string> {
   const body = { ...fileMessage(file), nonce: uploadNonce(), enforce_nonce: true, ...quietReply(to), ...w.created('answer') };
-  const posted = await w.write<Posted>(to.conversation, 'POST', `/channels/${to.conversation}/messages`, { body, files: [part], idempotent: true, timeoutMs: UPLOAD_TIMEOUT_MS, signal });
+  const posted = await w.write<Posted>(to.conversation, 'POST', `/channels/${to.conversation}/messages`, {
+    body,
+    files: [part],
+    idempotent: true,
+    timeoutMs: UPLOAD_TIMEOUT_MS,
+    signal,
+  });
   return posted.id;
 }
 

@@ -31,7 +31,12 @@ export function messageView(message: Message): MessageView {
     mentionedUserIds: [...message.mentions.users.keys()],
     mentionedRoleIds: [...message.mentions.roles.keys()],
     ...(message.mentions.repliedUser && { repliedToUserId: message.mentions.repliedUser.id }),
-    attachments: [...message.attachments.values()].map((a) => ({ name: a.name, url: a.url, size: a.size, ...(a.contentType && { contentType: a.contentType }) })),
+    attachments: [...message.attachments.values()].map((a) => ({
+      name: a.name,
+      url: a.url,
+      size: a.size,
+      ...(a.contentType && { contentType: a.contentType }),
+    })),
     userNames: Object.fromEntries(message.mentions.users.map((u) => [u.id, nameOf(u)])),
   };
 }

@@ -101,12 +101,20 @@ export class DiscordWriter {
   }
 
   editOriginal(channel: string, ref: InteractionRef, content: string, kind: PreviewKind, write: WriteOptions = {}): Promise<Posted> {
-    return this.write<Posted>(channel, 'PATCH', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...this.edited(kind) }, ...write });
+    return this.write<Posted>(channel, 'PATCH', `/webhooks/${ref.applicationId}/${ref.token}/messages/@original`, {
+      auth: false,
+      body: { content, allowed_mentions: NO_PINGS, ...this.edited(kind) },
+      ...write,
+    });
   }
 
   followUp(channel: string, ref: InteractionRef, content: string, kind: PreviewKind, flags = 0, write: WriteOptions = {}): Promise<Posted> {
     // Not idempotent: a follow-up whose response was lost is not sent again (only a 429 is retried).
-    return this.write<Posted>(channel, 'POST', `/webhooks/${ref.applicationId}/${ref.token}`, { auth: false, body: { content, allowed_mentions: NO_PINGS, ...this.created(kind, flags) }, ...write });
+    return this.write<Posted>(channel, 'POST', `/webhooks/${ref.applicationId}/${ref.token}`, {
+      auth: false,
+      body: { content, allowed_mentions: NO_PINGS, ...this.created(kind, flags) },
+      ...write,
+    });
   }
 
   /** An edit or deletion of one of the interaction's follow-ups; a deleted follow-up is FollowUpGone, not the interaction gone. */
@@ -143,7 +151,10 @@ export function mentionOf(to: InboundMessage): string {
 export function firstPlacement(to: InboundMessage, kind: PostKind, names: boolean): Record<string, unknown> {
   if (names) return { allowed_mentions: { parse: [], users: [interactionOf(to)!.userId] } };
   if (!to.replyTo) return {};
-  return { message_reference: { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false }, allowed_mentions: { parse: [], replied_user: kind !== 'status' } };
+  return {
+    message_reference: { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false },
+    allowed_mentions: { parse: [], replied_user: kind !== 'status' },
+  };
 }
 
 /**
@@ -152,5 +163,8 @@ export function firstPlacement(to: InboundMessage, kind: PostKind, names: boolea
  */
 export function quietReply(to: InboundMessage): Record<string, unknown> {
   if (!to.replyTo || interactionOf(to)) return {};
-  return { message_reference: { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false }, allowed_mentions: { parse: [], replied_user: false } };
+  return {
+    message_reference: { message_id: to.replyTo, channel_id: to.conversation, fail_if_not_exists: false },
+    allowed_mentions: { parse: [], replied_user: false },
+  };
 }

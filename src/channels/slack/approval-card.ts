@@ -61,7 +61,11 @@ export function cardMessage(card: ApprovalCard): { text: string; blocks: Block[]
   const footer = footerText(card);
   return {
     text: `${subject}\n${footer}`,
-    blocks: [section(subject), context(footer), { type: 'actions', block_id: `sb_approval_${card.id}`, elements: [button(card, 'approved'), button(card, 'denied')] }],
+    blocks: [
+      section(subject),
+      context(footer),
+      { type: 'actions', block_id: `sb_approval_${card.id}`, elements: [button(card, 'approved'), button(card, 'denied')] },
+    ],
   };
 }
 

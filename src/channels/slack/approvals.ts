@@ -43,7 +43,13 @@ export async function decideClick(approvals: ChannelApprovals, body: SlackBlockA
   const where = { ...(channel !== undefined && { channel }), ...(thread !== undefined && { thread }) };
   const parsed = parseApprovalAction(action);
   if (!parsed) return { ...where, answer: 'This button is not one of mine.' };
-  const result = await approvals.decide(parsed.id, parsed.decision, { platform: 'slack', userId: body.user.id, name: clickerName(body.user), chat: channel ?? '', ...(isForeign(body.user.team_id, homeTeam) && { foreign: true as const }) });
+  const result = await approvals.decide(parsed.id, parsed.decision, {
+    platform: 'slack',
+    userId: body.user.id,
+    name: clickerName(body.user),
+    chat: channel ?? '',
+    ...(isForeign(body.user.team_id, homeTeam) && { foreign: true as const }),
+  });
   const answer = clickAnswer(result);
   return { result, ...where, ...(answer !== undefined && { answer }) };
 }

@@ -53,7 +53,14 @@ export class SlackGateway {
     if (!slack) throw new Error('the slack channel needs SLACK_BOT_TOKEN');
     this.transport = chooseTransport(slack);
     this.api = createWebClient(slack.botToken, slack.apiUrl, slackLogger(ctx.log));
-    this.outbound = new SlackOutbound({ token: slack.botToken, apiUrl: slack.apiUrl, redis: ctx.redis, prefix: ctx.prefix, log: ctx.log, linkPreviews: ctx.config.linkPreviews });
+    this.outbound = new SlackOutbound({
+      token: slack.botToken,
+      apiUrl: slack.apiUrl,
+      redis: ctx.redis,
+      prefix: ctx.prefix,
+      log: ctx.log,
+      linkPreviews: ctx.config.linkPreviews,
+    });
     if (this.transport === 'socket') {
       this.receiver = new DeferredAckSocketReceiver(slack.appToken!, slack.apiUrl, ctx.log, (state, detail) => {
         this.socket = { connected: state === 'connected', ...(detail && { detail }) };

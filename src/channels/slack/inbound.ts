@@ -140,7 +140,11 @@ export function askToInbound(payload: SlackCommandPayload, text: string, now: nu
     id: key,
     platform: 'slack',
     conversation: payload.channel_id,
-    sender: { id: payload.user_id, ...(payload.user_name && { name: payload.user_name }), ...(isForeign(payload.user_team ?? payload.team_id, homeTeam) && { foreign: true as const }) },
+    sender: {
+      id: payload.user_id,
+      ...(payload.user_name && { name: payload.user_name }),
+      ...(isForeign(payload.user_team ?? payload.team_id, homeTeam) && { foreign: true as const }),
+    },
     where: isDirect(payload.channel_id) ? { kind: 'dm' } : { kind: 'group', ids: [payload.channel_id] },
     text,
     attachments: [],

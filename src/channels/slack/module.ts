@@ -12,6 +12,13 @@ export const slackChannel = {
   outbound(ctx: OutboundContext): SlackOutbound {
     const slack = ctx.config.channels.slack;
     if (!slack) throw new Error('the slack channel needs SLACK_BOT_TOKEN');
-    return new SlackOutbound({ token: slack.botToken, apiUrl: slack.apiUrl, redis: ctx.redis, prefix: ctx.config.queue.prefix, log: ctx.log, linkPreviews: ctx.config.linkPreviews });
+    return new SlackOutbound({
+      token: slack.botToken,
+      apiUrl: slack.apiUrl,
+      redis: ctx.redis,
+      prefix: ctx.config.queue.prefix,
+      log: ctx.log,
+      linkPreviews: ctx.config.linkPreviews,
+    });
   },
 } satisfies ChannelModule;

@@ -1,7 +1,17 @@
 import type { Redis } from 'ioredis';
 import type { Logger as SlackLogger, WebClient } from '@slack/web-api';
 import type { Logger } from '../../log.js';
-import type { ApprovalCard, ApprovalOutcome, Attachment, DeliveredOutcome, InboundMessage, OutboundAdapter, OutgoingFile, PostKind, StreamShown } from '../types.js';
+import type {
+  ApprovalCard,
+  ApprovalOutcome,
+  Attachment,
+  DeliveredOutcome,
+  InboundMessage,
+  OutboundAdapter,
+  OutgoingFile,
+  PostKind,
+  StreamShown,
+} from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
 import { clip } from '../../lib/text.js';
 import { apiBase, createWebClient, slackCall, type CallOptions } from './api.js';
@@ -64,7 +74,13 @@ export class SlackOutbound implements OutboundAdapter {
     this.sdkLog = slackLogger(options.log);
     this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
     // Stream writes never wait: one try, and a 429 leaves the text for the next write.
-    this.streams = new SlackStreams(this.client, this.w, options.log, (to, text) => this.postOne(to, text, 'answer', { attempts: 1 }), options.linkPreviews === true);
+    this.streams = new SlackStreams(
+      this.client,
+      this.w,
+      options.log,
+      (to, text) => this.postOne(to, text, 'answer', { attempts: 1 }),
+      options.linkPreviews === true,
+    );
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
@@ -121,7 +137,9 @@ export class SlackOutbound implements OutboundAdapter {
   }
 
   async edit(to: InboundMessage, messageId: string, text: string): Promise<void> {
-    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text: statusText(text) }), { idempotent: true });
+    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text: statusText(text) }), {
+      idempotent: true,
+    });
   }
 
   async remove(to: InboundMessage, messageId: string): Promise<void> {
@@ -176,7 +194,14 @@ export class SlackOutbound implements OutboundAdapter {
     const res = await this.w.write(
       to.conversation,
       'chat.postMessage',
-      () => this.client.chat.postMessage({ channel: to.conversation, text, blocks, ...this.unfurls('card'), ...(to.thread !== undefined && { thread_ts: to.thread }) }),
+      () =>
+        this.client.chat.postMessage({
+          channel: to.conversation,
+          text,
+          blocks,
+          ...this.unfurls('card'),
+          ...(to.thread !== undefined && { thread_ts: to.thread }),
+        }),
       { idempotent: false },
     );
     if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
@@ -187,12 +212,19 @@ export class SlackOutbound implements OutboundAdapter {
   /** The decided card: the same question and call, the decision instead of the buttons. */
   async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
     const { text, blocks } = decidedMessage(card, outcome);
-    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text, blocks }), { idempotent: true });
+    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text, blocks }), {
+      idempotent: true,
+    });
   }
 
   /** A message only `user` sees, in `channel` (and in `thread`): the answer to a button click. */
   async ephemeral(channel: string, user: string, text: string, thread?: string): Promise<void> {
-    await this.w.write(channel, 'chat.postEphemeral', () => this.client.chat.postEphemeral({ channel, user, text, ...(thread !== undefined && { thread_ts: thread }) }), { idempotent: false });
+    await this.w.write(
+      channel,
+      'chat.postEphemeral',
+      () => this.client.chat.postEphemeral({ channel, user, text, ...(thread !== undefined && { thread_ts: thread }) }),
+      { idempotent: false },
+    );
   }
 
   async download(attachment: Attachment, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {

@@ -7,7 +7,16 @@ import { z } from 'zod';
  * never queued with a number where an id belongs.
  */
 const opt = z.string().optional();
-const file = z.object({ id: z.string(), name: opt, title: opt, mimetype: opt, size: z.number().optional(), url_private: opt, url_private_download: opt, mode: opt });
+const file = z.object({
+  id: z.string(),
+  name: opt,
+  title: opt,
+  mimetype: opt,
+  size: z.number().optional(),
+  url_private: opt,
+  url_private_download: opt,
+  mode: opt,
+});
 
 export const slackMessageEventSchema = z.object({
   type: z.string(),
@@ -25,4 +34,13 @@ export const slackMessageEventSchema = z.object({
   user_team: opt,
 });
 
-export const slackCommandSchema = z.object({ command: z.string(), text: z.string(), channel_id: z.string().min(1), user_id: z.string().min(1), user_name: opt, trigger_id: opt, team_id: opt, user_team: opt });
+export const slackCommandSchema = z.object({
+  command: z.string(),
+  text: z.string(),
+  channel_id: z.string().min(1),
+  user_id: z.string().min(1),
+  user_name: opt,
+  trigger_id: opt,
+  team_id: opt,
+  user_team: opt,
+});

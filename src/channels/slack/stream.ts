@@ -87,7 +87,10 @@ export class SlackStreams {
     if (this.w.floodWaitMs(to.conversation) > 0) return shown;
     const ids = [...shown.ids];
     const states = ids.map((id, i) => this.stateOf(to, id, shown.texts[i] ?? '', i === 0 ? prefix : ''));
-    const segments = segmentText(text, states.slice(0, -1).map((s) => s.raw));
+    const segments = segmentText(
+      text,
+      states.slice(0, -1).map((s) => s.raw),
+    );
     if (segments.length === 0) return shown;
     try {
       for (const [i, segment] of segments.entries()) {
@@ -311,8 +314,9 @@ export function unescapePlain(text: string): string {
 /** Length of `text` once escaped for Slack (`&`, `<`, `>` become entities). */
 function escapedLength(text: string): number {
   let n = text.length;
-  for (const c of text) if (c === '&') n += 4;
-  else if (c === '<' || c === '>') n += 3;
+  for (const c of text)
+    if (c === '&') n += 4;
+    else if (c === '<' || c === '>') n += 3;
   return n;
 }
 

@@ -117,7 +117,12 @@ export type SocketState = 'connecting' | 'connected' | 'disconnected';
 export class DeferredAckSocketReceiver implements Receiver {
   private readonly inner: SocketModeReceiver;
 
-  constructor(appToken: string, apiUrl: string | undefined, private readonly log: Logger, onState: (state: SocketState, detail?: string) => void) {
+  constructor(
+    appToken: string,
+    apiUrl: string | undefined,
+    private readonly log: Logger,
+    onState: (state: SocketState, detail?: string) => void,
+  ) {
     this.inner = new SocketModeReceiver({
       appToken,
       logger: slackLogger(log),

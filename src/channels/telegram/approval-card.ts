@@ -15,7 +15,14 @@ export async function postApprovalCard(w: TelegramWriter, to: InboundMessage, ca
     () =>
       w.api.sendMessage(chatId, approvalHtml(card), {
         parse_mode: 'HTML',
-        reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: approvalData(card.id, 'approved') }, { text: 'Deny', callback_data: approvalData(card.id, 'denied') }]] },
+        reply_markup: {
+          inline_keyboard: [
+            [
+              { text: 'Approve', callback_data: approvalData(card.id, 'approved') },
+              { text: 'Deny', callback_data: approvalData(card.id, 'denied') },
+            ],
+          ],
+        },
         ...placement(to, true),
         ...w.previews('card'),
       }),
@@ -25,7 +32,13 @@ export async function postApprovalCard(w: TelegramWriter, to: InboundMessage, ca
 }
 
 /** The decided card: the same text and the decision, without its buttons. */
-export async function editApprovalDecided(w: TelegramWriter, to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+export async function editApprovalDecided(
+  w: TelegramWriter,
+  to: InboundMessage,
+  messageId: string,
+  card: ApprovalCard,
+  outcome: ApprovalOutcome,
+): Promise<void> {
   const chatId = chatIdOf(to);
   const text = `${approvalHtml(card)}\n\n${escapeHtml(decisionLine(outcome))}`;
   try {

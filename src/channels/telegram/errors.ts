@@ -48,7 +48,7 @@ export function classifyTelegramError(err: unknown): TelegramFailure {
     if (code >= 500) return { kind: 'transient' };
     if (err.parameters.migrate_to_chat_id !== undefined) return { kind: 'migrated', chatId: err.parameters.migrate_to_chat_id };
     if (text.includes('message is not modified')) return { kind: 'not_modified' };
-    if (text.includes("can't parse entities") || text.includes('unsupported start tag') || text.includes('can\'t find end tag')) return { kind: 'bad_entities' };
+    if (text.includes("can't parse entities") || text.includes('unsupported start tag') || text.includes("can't find end tag")) return { kind: 'bad_entities' };
     if (text.includes('message is too long') || text.includes('text is too long')) return { kind: 'too_long' };
     if (text.includes('photo_invalid_dimensions')) return { kind: 'bad_photo' };
     if (/message to (edit|delete) not found|message can't be (edited|deleted)|message_id_invalid/.test(text)) return { kind: 'gone' };

@@ -74,7 +74,12 @@ function list(token: Tokens.List, indent: string, within: Within): string {
     const marker = token.ordered ? `${start + i}.` : '•';
     const box = item.task ? (item.checked ? '☑ ' : '☐ ') : '';
     const [first, ...rest] = item.tokens.filter((t) => t.type !== 'checkbox' && t.type !== 'space');
-    const head = first && (first.type === 'text' || first.type === 'paragraph') ? inline((first as Tokens.Text).tokens ?? [first], within) : first ? block(first as Tokens.Generic, '', within) : '';
+    const head =
+      first && (first.type === 'text' || first.type === 'paragraph')
+        ? inline((first as Tokens.Text).tokens ?? [first], within)
+        : first
+          ? block(first as Tokens.Generic, '', within)
+          : '';
     const nested = rest.map((t) => block(t as Tokens.Generic, `${indent}  `, within)).filter((s) => s !== '');
     return [`${indent}${marker} ${box}${head}`, ...nested].join('\n');
   });
@@ -121,7 +126,5 @@ function span(token: Tokens.Generic, within: Within): string {
 
 /** What Telegram counts against its limit: the text after entity parsing (tags gone, entities decoded). */
 export function visibleLength(html: string): number {
-  return html
-    .replace(/<[^>]*>/g, '')
-    .replace(/&(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/gi, '_').length;
+  return html.replace(/<[^>]*>/g, '').replace(/&(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/gi, '_').length;
 }

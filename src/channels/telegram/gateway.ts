@@ -42,7 +42,9 @@ export interface TelegramGatewayDeps {
   /** Answers commands and refusals; the same adapter the worker uses. */
   outbound: TelegramOutbound;
   /** Test seams for the poller's waits. */
-  polling?: Partial<Pick<PollerOptions, 'pollTimeoutSec' | 'conflictBackoffMs' | 'conflictMaxMs' | 'errorBackoffMs' | 'standbyRetryMs'>> & { leaseTtlMs?: number };
+  polling?: Partial<Pick<PollerOptions, 'pollTimeoutSec' | 'conflictBackoffMs' | 'conflictMaxMs' | 'errorBackoffMs' | 'standbyRetryMs'>> & {
+    leaseTtlMs?: number;
+  };
 }
 
 /** New messages (edits never start a second run) and presses of approval buttons. */
@@ -145,7 +147,12 @@ export class TelegramChannel {
       api: this.bot.api,
       handle: (u) => this.handleUpdate(u),
       log: this.log,
-      lease: new PollingLease(this.deps.redis, new RedisKeys(this.deps.prefix).telegramPoller(botIdOf(settings.token)), `${process.pid}-${randomUUID()}`, p.leaseTtlMs ?? 30_000),
+      lease: new PollingLease(
+        this.deps.redis,
+        new RedisKeys(this.deps.prefix).telegramPoller(botIdOf(settings.token)),
+        `${process.pid}-${randomUUID()}`,
+        p.leaseTtlMs ?? 30_000,
+      ),
       allowedUpdates: ALLOWED_UPDATES,
       ...p,
     });
@@ -205,7 +212,12 @@ export class TelegramChannel {
     const parsed = parseApprovalData(query.data ?? '');
     if (!parsed) return void (await this.answerButton(query.id, 'This button is not one of mine.'));
     const name = query.from.username ? `@${query.from.username}` : query.from.first_name;
-    const result = await this.deps.approvals.decide(parsed.id, parsed.decision, { platform: 'telegram', userId: String(query.from.id), name, chat: String(query.message?.chat.id ?? '') });
+    const result = await this.deps.approvals.decide(parsed.id, parsed.decision, {
+      platform: 'telegram',
+      userId: String(query.from.id),
+      name,
+      chat: String(query.message?.chat.id ?? ''),
+    });
     this.log.info({ approval: parsed.id, decision: parsed.decision, by: query.from.id, result: result.kind }, 'telegram approval button');
     await this.answerButton(query.id, buttonAnswer(result));
   }

@@ -125,7 +125,9 @@ export class TelegramOutbound implements OutboundAdapter {
   private editLater(chatId: number, messageId: string, text: string): void {
     const wait = this.w.pacer.waitMs(paceKey(chatId));
     if (wait > 0) return this.w.pacer.defer(paceKey(chatId), messageId, text, wait, (t) => this.editLater(chatId, messageId, t));
-    this.editNow(chatId, messageId, text).catch((err: unknown) => this.w.log.warn({ chat: chatId, error: describeTelegramError(err) }, 'deferred status edit failed'));
+    this.editNow(chatId, messageId, text).catch((err: unknown) =>
+      this.w.log.warn({ chat: chatId, error: describeTelegramError(err) }, 'deferred status edit failed'),
+    );
   }
 }
 

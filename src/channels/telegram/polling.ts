@@ -75,7 +75,8 @@ export class Poller {
     await this.loop;
     if (this.holding) {
       // Confirm what was handled, so the next poller starts after it (getUpdates with the next offset).
-      if (this.offset > 0) await this.options.api.getUpdates({ offset: this.offset, limit: 1, timeout: 0 }, grammySignal(AbortSignal.timeout(2_000))).catch(() => undefined);
+      if (this.offset > 0)
+        await this.options.api.getUpdates({ offset: this.offset, limit: 1, timeout: 0 }, grammySignal(AbortSignal.timeout(2_000))).catch(() => undefined);
       await this.options.lease?.release().catch((err: unknown) => this.options.log.warn({ err }, 'could not release the telegram polling lease'));
       this.holding = false;
     }
@@ -96,12 +97,19 @@ export class Poller {
       try {
         if (!this.webhookCleared) {
           // A webhook left from another deployment makes getUpdates answer 409; polling means no webhook.
-          await withTelegramRetries(() => o.api.deleteWebhook({ drop_pending_updates: false }, grammySignal(this.controller!.signal)), { idempotent: true, attempts: 2, signal: this.controller.signal });
+          await withTelegramRetries(() => o.api.deleteWebhook({ drop_pending_updates: false }, grammySignal(this.controller!.signal)), {
+            idempotent: true,
+            attempts: 2,
+            signal: this.controller.signal,
+          });
           this.webhookCleared = true;
         }
         // Until a poll has succeeded, ask without waiting: readiness should not wait out a long poll.
         const wait = this.verified ? timeout : 0;
-        updates = await o.api.getUpdates({ offset: this.offset, timeout: wait, limit: 100, allowed_updates: o.allowedUpdates }, grammySignal(this.controller.signal));
+        updates = await o.api.getUpdates(
+          { offset: this.offset, timeout: wait, limit: 100, allowed_updates: o.allowedUpdates },
+          grammySignal(this.controller.signal),
+        );
       } catch (err) {
         if (this.stopped || this.controller.signal.aborted) continue;
         await this.pollFailed(err);
@@ -135,7 +143,8 @@ export class Poller {
       return false;
     }
     if (!got) {
-      if (this.state.detail?.startsWith('standby') !== true) log.info({ holder: await lease.currentHolder().catch(() => null) }, 'another gateway polls this telegram bot; standing by');
+      if (this.state.detail?.startsWith('standby') !== true)
+        log.info({ holder: await lease.currentHolder().catch(() => null) }, 'another gateway polls this telegram bot; standing by');
       this.state = { connected: true, detail: 'standby: another gateway holds the polling lease for this bot' };
       return false;
     }
@@ -188,7 +197,11 @@ export class Poller {
       return;
     }
     const wait = failure.kind === 'rate_limited' ? failure.retryAfterMs : failure.kind === 'unauthorized' ? 60_000 : (o.errorBackoffMs ?? 3_000);
-    if (!this.failing) o.log[failure.kind === 'unauthorized' ? 'error' : 'warn']({ error: why, waitMs: wait }, failure.kind === 'unauthorized' ? 'telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)' : 'telegram getUpdates failed; retrying');
+    if (!this.failing)
+      o.log[failure.kind === 'unauthorized' ? 'error' : 'warn'](
+        { error: why, waitMs: wait },
+        failure.kind === 'unauthorized' ? 'telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)' : 'telegram getUpdates failed; retrying',
+      );
     this.failing = true;
     this.state = { connected: false, detail: failure.kind === 'unauthorized' ? `the bot token was rejected (${why})` : `getUpdates failing: ${why}` };
     await sleep(wait, this.stopWait.signal);

@@ -73,7 +73,9 @@ export async function finishStream(
     },
   });
   for (const extra of shown.ids.slice(pieces.length)) {
-    await remove(to, extra).catch((err: unknown) => w.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'could not remove a streamed message left over'));
+    await remove(to, extra).catch((err: unknown) =>
+      w.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'could not remove a streamed message left over'),
+    );
   }
   return ids;
 }
@@ -90,7 +92,12 @@ async function streamDraft(w: TelegramWriter, to: InboundMessage, text: string, 
   w.pacer.wrote(paceKey(chatId));
   const thread = threadIdOf(to);
   try {
-    await w.api.raw.sendMessageDraft({ chat_id: chatId, draft_id: Number(id.slice(DRAFT.length)), text: display, ...(thread !== undefined && { message_thread_id: thread }) });
+    await w.api.raw.sendMessageDraft({
+      chat_id: chatId,
+      draft_id: Number(id.slice(DRAFT.length)),
+      text: display,
+      ...(thread !== undefined && { message_thread_id: thread }),
+    });
   } catch (err) {
     const failure = classifyTelegramError(err);
     if (failure.kind !== 'rate_limited') throw err;
@@ -105,9 +112,14 @@ async function editPiece(w: TelegramWriter, to: InboundMessage, messageId: strin
   const chatId = chatIdOf(to);
   const { html, fits } = rendered(piece);
   const edit = (text: string, asHtml: boolean) =>
-    w.paced(chatId, 'editMessageText', () => w.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }), ...w.previews('answer') }), {
-      idempotent: true,
-    });
+    w.paced(
+      chatId,
+      'editMessageText',
+      () => w.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }), ...w.previews('answer') }),
+      {
+        idempotent: true,
+      },
+    );
   try {
     await edit(fits ? html : piece, fits);
   } catch (err) {

@@ -6,7 +6,13 @@ import { z } from 'zod';
  * not a list, a `text_mention` without its user) is permanently bad — skipped and acknowledged,
  * never answered 500 (Telegram would deliver it again forever). Everything else passes as is.
  */
-const user = z.object({ id: z.number(), is_bot: z.boolean().optional(), first_name: z.string().optional(), last_name: z.string().optional(), username: z.string().optional() });
+const user = z.object({
+  id: z.number(),
+  is_bot: z.boolean().optional(),
+  first_name: z.string().optional(),
+  last_name: z.string().optional(),
+  username: z.string().optional(),
+});
 const entity = z
   .object({ type: z.string(), offset: z.number().int().min(0), length: z.number().int().min(0), user: user.optional() })
   .refine((e) => e.type !== 'text_mention' || e.user !== undefined, 'a text_mention needs its user');

@@ -149,7 +149,10 @@ export function rendered(piece: string): { html: string; fits: boolean } {
 }
 
 /** Where a post lands: in the request's forum topic, and (in groups, when asked) as a reply to the request. */
-export function placement(to: InboundMessage, reply: boolean): { message_thread_id?: number; reply_parameters?: { message_id: number; allow_sending_without_reply: true } } {
+export function placement(
+  to: InboundMessage,
+  reply: boolean,
+): { message_thread_id?: number; reply_parameters?: { message_id: number; allow_sending_without_reply: true } } {
   const thread = threadIdOf(to);
   const replyTo = reply && isGroup(to) && to.replyTo !== undefined ? Number(to.replyTo) : undefined;
   return {

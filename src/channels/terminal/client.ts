@@ -73,8 +73,16 @@ export class TerminalClient {
     const { label, code } = cardSubject(card);
     this.output.notice(`${label}\n  ${code.split('\n').join('\n  ')}`);
     const yes = (await this.output.approve?.(card)) ?? false;
-    const result = await this.approvals.decide(card.id, yes ? 'approved' : 'denied', { platform: 'terminal', userId: this.user, name: this.user, chat: this.session });
-    if (result.kind !== 'decided') this.output.notice(`(approval ${result.kind === 'already' ? 'was already decided' : result.kind === 'not_allowed' ? 'is not yours to decide' : 'is unknown'})`);
+    const result = await this.approvals.decide(card.id, yes ? 'approved' : 'denied', {
+      platform: 'terminal',
+      userId: this.user,
+      name: this.user,
+      chat: this.session,
+    });
+    if (result.kind !== 'decided')
+      this.output.notice(
+        `(approval ${result.kind === 'already' ? 'was already decided' : result.kind === 'not_allowed' ? 'is not yours to decide' : 'is unknown'})`,
+      );
   }
 
   private async read(): Promise<void> {
@@ -98,13 +106,16 @@ export class TerminalClient {
 
   private dispatch(event: TerminalEvent): void {
     if (event.type === 'approval') {
-      this.answerApproval(event.card).catch((err: unknown) => this.output.notice(`could not answer the approval: ${err instanceof Error ? err.message : String(err)}`));
+      this.answerApproval(event.card).catch((err: unknown) =>
+        this.output.notice(`could not answer the approval: ${err instanceof Error ? err.message : String(err)}`),
+      );
       return;
     }
     if (event.type === 'approval_decided') return this.output.progress(decisionLine(event.outcome));
     if (event.type === 'progress') this.output.progress(event.line);
     else if (event.type === 'file') this.output.answer(fileLine(event));
-    else if (event.type === 'post') (event.kind === 'answer' ? this.output.answer : event.kind === 'status' ? this.output.progress : this.output.notice).call(this.output, event.text);
+    else if (event.type === 'post')
+      (event.kind === 'answer' ? this.output.answer : event.kind === 'status' ? this.output.progress : this.output.notice).call(this.output, event.text);
     else {
       for (const id of event.outcome.messageIds) {
         this.waiting.get(id)?.(event.outcome);

@@ -29,7 +29,14 @@ export class TerminalOutbound implements OutboundAdapter {
   readonly uploadMaxBytes = Number.MAX_SAFE_INTEGER;
 
   async upload(to: InboundMessage, file: OutgoingFile): Promise<string> {
-    return this.write(to, { type: 'file', to: to.id, path: file.path, absolutePath: file.absolutePath, size: file.size, ...(file.caption !== undefined && { caption: file.caption }) });
+    return this.write(to, {
+      type: 'file',
+      to: to.id,
+      path: file.path,
+      absolutePath: file.absolutePath,
+      size: file.size,
+      ...(file.caption !== undefined && { caption: file.caption }),
+    });
   }
 
   async progress(to: InboundMessage, line: string): Promise<void> {

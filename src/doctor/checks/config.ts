@@ -11,6 +11,10 @@ export function checkConfig(env: NodeJS.ProcessEnv): { config?: Config; results:
     return { config, results: [ok('config', `every variable valid; channels: ${channels.length ? channels.join(', ') : 'none (terminal only)'}`)] };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    return { results: err.lines.map((line) => fail('config', line.replace(/^config: /, ''), 'set the variable as the README Configuration table says (an empty value counts as unset)')) };
+    return {
+      results: err.lines.map((line) =>
+        fail('config', line.replace(/^config: /, ''), 'set the variable as the README Configuration table says (an empty value counts as unset)'),
+      ),
+    };
   }
 }

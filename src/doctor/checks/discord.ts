@@ -15,7 +15,13 @@ export function hasMessageContent(flags: number): boolean {
 export function applicationCheck(app: { id?: string; flags?: number }, discord: { applicationId: string; messageContent: boolean }): CheckResult[] {
   const results: CheckResult[] = [];
   if (app.id !== discord.applicationId) {
-    results.push(fail('discord application', `the token belongs to application ${app.id ?? '?'}, not DISCORD_APPLICATION_ID ${discord.applicationId}`, `set DISCORD_APPLICATION_ID=${app.id ?? '<General Information → Application ID>'} (slash commands are registered under it)`));
+    results.push(
+      fail(
+        'discord application',
+        `the token belongs to application ${app.id ?? '?'}, not DISCORD_APPLICATION_ID ${discord.applicationId}`,
+        `set DISCORD_APPLICATION_ID=${app.id ?? '<General Information → Application ID>'} (slash commands are registered under it)`,
+      ),
+    );
   } else {
     results.push(ok('discord application', `id ${app.id} matches DISCORD_APPLICATION_ID`));
   }
@@ -23,7 +29,13 @@ export function applicationCheck(app: { id?: string; flags?: number }, discord: 
   if (!discord.messageContent) results.push(skip('discord message content', 'DISCORD_MESSAGE_CONTENT=0: mention-only mode, the intent is not needed'));
   else if (hasMessageContent(flags)) results.push(ok('discord message content', 'Message Content Intent enabled'));
   else {
-    results.push(fail('discord message content', 'the privileged Message Content Intent is off (the gateway would refuse the login: 4014 Disallowed intents)', 'Developer Portal → Bot → Privileged Gateway Intents → Message Content Intent, or set DISCORD_MESSAGE_CONTENT=0'));
+    results.push(
+      fail(
+        'discord message content',
+        'the privileged Message Content Intent is off (the gateway would refuse the login: 4014 Disallowed intents)',
+        'Developer Portal → Bot → Privileged Gateway Intents → Message Content Intent, or set DISCORD_MESSAGE_CONTENT=0',
+      ),
+    );
   }
   return results;
 }
@@ -35,12 +47,20 @@ export async function checkDiscord(discord: NonNullable<Config['channels']['disc
   const skipped = [skip('discord application', 'the token check failed'), skip('discord message content', 'the token check failed')];
   const me = await request(`${base}/users/@me`, { headers, timeoutMs });
   if ('error' in me) return [fail('discord token', `${base} does not answer (${me.error})`, 'check DISCORD_API_URL and the network'), ...skipped];
-  if (me.status === 401) return [fail('discord token', 'Discord refused the token (401 Unauthorized)', 'set DISCORD_TOKEN to the bot token (Developer Portal → Bot → Reset Token)'), ...skipped];
+  if (me.status === 401)
+    return [
+      fail('discord token', 'Discord refused the token (401 Unauthorized)', 'set DISCORD_TOKEN to the bot token (Developer Portal → Bot → Reset Token)'),
+      ...skipped,
+    ];
   if (me.status >= 400) return [fail('discord token', `GET /users/@me answered ${me.status}`, 'check DISCORD_API_URL'), ...skipped];
   const user = ok('discord token', `bot ${me.body?.username ?? '?'} (${me.body?.id ?? '?'})`);
   const app = await request(`${base}/applications/@me`, { headers, timeoutMs });
   if ('error' in app || app.status >= 400) {
-    return [user, fail('discord application', `GET /applications/@me failed (${'error' in app ? app.error : app.status})`, 'check DISCORD_TOKEN and DISCORD_API_URL'), skip('discord message content', 'the application could not be read')];
+    return [
+      user,
+      fail('discord application', `GET /applications/@me failed (${'error' in app ? app.error : app.status})`, 'check DISCORD_TOKEN and DISCORD_API_URL'),
+      skip('discord message content', 'the application could not be read'),
+    ];
   }
   return [user, ...applicationCheck(app.body ?? {}, discord)];
 }

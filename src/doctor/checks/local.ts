@@ -11,7 +11,10 @@ import { fail, ok, skip, type CheckResult } from '../types.js';
 /** WORKSPACE_ROOT exists (or can be made) and takes a file. */
 export async function checkWorkspace(root: string): Promise<CheckResult> {
   const name = 'workspace';
-  const existed = await stat(root).then((s) => s.isDirectory(), () => false);
+  const existed = await stat(root).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   const probe = `.switchboard-doctor-${randomUUID()}`;
   try {
     // Through the workspace write API, as every write under WORKSPACE_ROOT goes.
@@ -42,17 +45,24 @@ export async function checkMcp(config: Config, env: NodeJS.ProcessEnv): Promise<
   try {
     mcp = loadMcpConfig(config.mcpConfigPath, env);
   } catch (err) {
-    if (err instanceof ConfigError) return err.lines.map((line) => fail('mcp config', line, 'fix MCP_CONFIG’s file (the mcpServers format, README “MCP tools”)'));
+    if (err instanceof ConfigError)
+      return err.lines.map((line) => fail('mcp config', line, 'fix MCP_CONFIG’s file (the mcpServers format, README “MCP tools”)'));
     return [fail('mcp config', `cannot read ${config.mcpConfigPath}: ${(err as Error).message}`, 'set MCP_CONFIG to an existing JSON file')];
   }
   if (mcp.servers.length === 0) return [ok('mcp', `${config.mcpConfigPath}: no servers`)];
-  const registry = await McpRegistry.start(mcp, { log: createLogger('silent', 'doctor'), toolTimeoutMs: config.agent.toolTimeoutMs, backoff: { initialMs: 600_000, maxMs: 600_000 } });
+  const registry = await McpRegistry.start(mcp, {
+    log: createLogger('silent', 'doctor'),
+    toolTimeoutMs: config.agent.toolTimeoutMs,
+    backoff: { initialMs: 600_000, maxMs: 600_000 },
+  });
   try {
-    return registry.status().map((s) =>
-      s.state === 'connected'
-        ? ok(`mcp ${s.name}`, `connected, ${s.tools} tool(s)`)
-        : fail(`mcp ${s.name}`, `${s.state}${s.error ? `: ${s.error}` : ''}`, 'check the server’s command/url, arguments and environment in MCP_CONFIG'),
-    );
+    return registry
+      .status()
+      .map((s) =>
+        s.state === 'connected'
+          ? ok(`mcp ${s.name}`, `connected, ${s.tools} tool(s)`)
+          : fail(`mcp ${s.name}`, `${s.state}${s.error ? `: ${s.error}` : ''}`, 'check the server’s command/url, arguments and environment in MCP_CONFIG'),
+      );
   } finally {
     await registry.close();
   }

@@ -43,7 +43,9 @@ export function createSendFileTool(ws: Workspace, out: OutboundAdapter, to: Inbo
       if (!info.isFile()) throw new ToolError(`${display} is not a regular file`);
       if (info.size === 0) throw new ToolError(`${display} is empty; there is nothing to send`);
       if (info.size > maxBytes) {
-        throw new ToolError(`${display} is ${formatBytes(info.size)}; ${platform} takes files up to ${formatBytes(maxBytes)}. Make it smaller (compress or split it), or tell the person where it is in the workspace.`);
+        throw new ToolError(
+          `${display} is ${formatBytes(info.size)}; ${platform} takes files up to ${formatBytes(maxBytes)}. Make it smaller (compress or split it), or tell the person where it is in the workspace.`,
+        );
       }
       const name = path.basename(abs);
       const file: OutgoingFile = {
@@ -56,7 +58,8 @@ export function createSendFileTool(ws: Workspace, out: OutboundAdapter, to: Inbo
         read: async () => {
           const bytes = await readFile(abs, { signal });
           // It may have grown since the check above (a command still writing it).
-          if (bytes.length > maxBytes) throw new ToolError(`${display} grew to ${formatBytes(bytes.length)}, over ${platform}'s ${formatBytes(maxBytes)}; not sent`);
+          if (bytes.length > maxBytes)
+            throw new ToolError(`${display} grew to ${formatBytes(bytes.length)}, over ${platform}'s ${formatBytes(maxBytes)}; not sent`);
           return bytes;
         },
       };
@@ -75,6 +78,7 @@ export function createSendFileTool(ws: Workspace, out: OutboundAdapter, to: Inbo
 function failureMessage(how: ReturnType<OutboundAdapter['classifyWriteError']>, platform: string, display: string, err: unknown): string {
   const detail = err instanceof Error ? err.message : String(err);
   if (how === 'refused') return `${platform} refused ${display}: ${detail}`;
-  if (how === 'unknown') return `the upload of ${display} may or may not have arrived (${detail}); it was not sent again. Ask the person before sending it again.`;
+  if (how === 'unknown')
+    return `the upload of ${display} may or may not have arrived (${detail}); it was not sent again. Ask the person before sending it again.`;
   return `${display} was not sent (${detail}); you may try once more`;
 }

@@ -4,12 +4,14 @@ import { FileExistsError, type Workspace } from '../../tools/workspace.js';
 import type { Logger } from '../../log.js';
 import type { SavedAttachment } from '../../session/journal.js';
 
-
 const UPLOADS = 'uploads';
 
 function safeFileName(name: string): string {
   const base = name.split(/[\\/]/).pop() ?? '';
-  const cleaned = base.replace(/[\0-\x1f]/g, '').replace(/^\.+/, '').trim();
+  const cleaned = base
+    .replace(/[\0-\x1f]/g, '')
+    .replace(/^\.+/, '')
+    .trim();
   return cleaned.slice(0, 120) || 'attachment';
 }
 

@@ -13,7 +13,14 @@ import { toUserMessage } from './user-message.js';
  * (once per turn: a resumed run reads where they went from the journal), images shown under
  * MODEL_VISION, a long text saved whole with its beginning shown.
  */
-export async function turnInput(ctx: RunContext, journal: TurnJournal, workspace: Workspace, out: OutboundAdapter, messages: InboundMessage[], signal: AbortSignal): Promise<ChatMessage[]> {
+export async function turnInput(
+  ctx: RunContext,
+  journal: TurnJournal,
+  workspace: Workspace,
+  out: OutboundAdapter,
+  messages: InboundMessage[],
+  signal: AbortSignal,
+): Promise<ChatMessage[]> {
   const { input } = ctx.deps;
   const saved = await attachmentsOf(ctx, journal, workspace, out, messages, signal);
   const images = input.vision ? await imagesOf(workspace, saved, input.vision.imageMaxBytes, ctx.log) : undefined;

@@ -134,8 +134,11 @@ function toServer(
 
   const secrets: string[] = [];
   const expand = (field: string, value: string): string => {
-    const out = expandVars(value, env, (ref) => problem(`${field} uses \${${ref}}, which is not set`), (ref) =>
-      problem(`${field} has "\${${ref}}", which is not a reference such as \${NAME} or \${NAME:-fallback}`),
+    const out = expandVars(
+      value,
+      env,
+      (ref) => problem(`${field} uses \${${ref}}, which is not set`),
+      (ref) => problem(`${field} has "\${${ref}}", which is not a reference such as \${NAME} or \${NAME:-fallback}`),
     );
     if (out.substituted) secrets.push(...out.values);
     return out.text;
@@ -216,6 +219,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     return `server "${server}": ${where} an unknown key ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
   }
   // args.1 and platforms.0 are reported as the field: the message already says "an array of …".
-  const field = issue.path.slice(2).filter((p) => typeof p === 'string').join('.');
+  const field = issue.path
+    .slice(2)
+    .filter((p) => typeof p === 'string')
+    .join('.');
   return field === '' ? `server "${server}": ${issue.message}` : `server "${server}": ${field} ${issue.message}`;
 }

@@ -186,7 +186,14 @@ export class McpConnection {
     try {
       return await this.#attach(generation, new StreamableHTTPClientTransport(url, { requestInit }));
     } catch (err) {
-      const fallBack = config.transport === 'auto' && err instanceof StreamableHTTPError && err.code !== undefined && err.code >= 400 && err.code < 500 && err.code !== 401 && err.code !== 403;
+      const fallBack =
+        config.transport === 'auto' &&
+        err instanceof StreamableHTTPError &&
+        err.code !== undefined &&
+        err.code >= 400 &&
+        err.code < 500 &&
+        err.code !== 401 &&
+        err.code !== 403;
       if (!fallBack || generation !== this.#generation) throw err;
       this.#options.log.info({ mcpServer: this.name, status: err.code }, 'MCP server does not speak Streamable HTTP; trying SSE');
       return this.#attach(generation, new SSEClientTransport(url, { requestInit }));
@@ -236,11 +243,15 @@ export class McpConnection {
       seen.add(tool.name);
       const inputSchema = tool.inputSchema as Record<string, unknown>;
       const { schema, problem, dropped } = compiler.compile(inputSchema);
-      if (problem) this.#options.log.warn({ mcpServer: this.name, tool: tool.name, problem }, 'MCP tool input schema does not compile; its arguments go unchecked');
+      if (problem)
+        this.#options.log.warn({ mcpServer: this.name, tool: tool.name, problem }, 'MCP tool input schema does not compile; its arguments go unchecked');
       const warnKey = dropped && JSON.stringify([tool.name, dropped.map((d) => [d.at, d.pattern])]);
       if (warnKey && !this.#warnedPatterns.has(warnKey)) {
         this.#warnedPatterns.add(warnKey);
-        this.#options.log.warn({ mcpServer: this.name, tool: tool.name, patterns: dropped }, 'MCP tool input schema: patterns left out (not supported by the linear-time regex engine)');
+        this.#options.log.warn(
+          { mcpServer: this.name, tool: tool.name, patterns: dropped },
+          'MCP tool input schema: patterns left out (not supported by the linear-time regex engine)',
+        );
       }
       tools.push({ name: tool.name, description: tool.description ?? '', inputSchema, readOnly: tool.annotations?.readOnlyHint === true, args: schema });
     }
@@ -263,7 +274,10 @@ export class McpConnection {
           this.#options.log.info({ mcpServer: this.name, tools: tools.length }, 'MCP server tools changed');
         } catch (err) {
           if (generation !== this.#generation) return;
-          this.#options.log.warn({ mcpServer: this.name, error: clip(this.#redact(messageOf(err)), 300) }, 'MCP tools/list failed after list_changed; keeping the old list');
+          this.#options.log.warn(
+            { mcpServer: this.name, error: clip(this.#redact(messageOf(err)), 300) },
+            'MCP tools/list failed after list_changed; keeping the old list',
+          );
         }
       } while (this.#refreshAgain);
     })().finally(() => (this.#refreshing = undefined));
@@ -294,9 +308,10 @@ export class McpConnection {
     this.#client = undefined;
     if (!client) return;
     const transport = client.transport;
-    const ending = endSession && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined
-      ? Promise.race([transport.terminateSession().catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())])
-      : Promise.resolve();
+    const ending =
+      endSession && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined
+        ? Promise.race([transport.terminateSession().catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())])
+        : Promise.resolve();
     const closing: Promise<void> = ending
       .then(() => client.close())
       .catch(() => undefined)
@@ -323,7 +338,8 @@ function messageOf(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   let line = err.message.split('\n')[0]!.replace(/:\s*$/, '') || err.name;
   const status = (err as { code?: unknown }).code;
-  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof status === 'number' && !line.includes(String(status))) line += ` (HTTP ${status})`;
+  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof status === 'number' && !line.includes(String(status)))
+    line += ` (HTTP ${status})`;
   const cause = err.cause as { code?: unknown; message?: unknown } | undefined;
   const why = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : undefined;
   if (why !== undefined && !line.includes(why)) line += ` (${clip(why, 100)})`;

@@ -40,13 +40,18 @@ export const MEDIA_MAX_BYTES_DEFAULT = 20_000_000;
 export async function resultText(result: McpCallResult, target: SaveTarget, maxBytes = MEDIA_MAX_BYTES_DEFAULT): Promise<string> {
   const parts = result.content ?? [];
   if (result.isError === true) {
-    const message = parts.filter(isText).map((p) => p.text).join('\n').trim();
+    const message = parts
+      .filter(isText)
+      .map((p) => p.text)
+      .join('\n')
+      .trim();
     throw new ToolError(message === '' ? 'the tool reported an error and gave no message' : message);
   }
   const lines: string[] = [];
   for (const part of parts) lines.push(await describePart(part, target, maxBytes));
   if (lines.length === 0 && result.structuredContent !== undefined) lines.push(JSON.stringify(result.structuredContent));
-  if (lines.length === 0 && result.toolResult !== undefined) lines.push(typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult));
+  if (lines.length === 0 && result.toolResult !== undefined)
+    lines.push(typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult));
   return lines.length === 0 ? '(no output)' : lines.join('\n');
 }
 

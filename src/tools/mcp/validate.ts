@@ -90,7 +90,8 @@ export class SchemaCompiler {
   }
 
   #ajvFor($schema: unknown): AnyAjv {
-    const draft = typeof $schema === 'string' && $schema.includes('2020-12') ? '2020' : typeof $schema === 'string' && $schema.includes('2019-09') ? '2019' : '7';
+    const draft =
+      typeof $schema === 'string' && $schema.includes('2020-12') ? '2020' : typeof $schema === 'string' && $schema.includes('2019-09') ? '2019' : '7';
     let ajv = this.#instances.get(draft);
     if (!ajv) {
       ajv = draft === '2020' ? new Ajv2020(OPTIONS) : draft === '2019' ? new Ajv2019(OPTIONS) : new Ajv(OPTIONS);
@@ -102,7 +103,20 @@ export class SchemaCompiler {
 }
 
 /** Keywords whose value is one subschema, an array of them, or an object of them (JSON Schema drafts 4 to 2020-12). */
-const ONE_SCHEMA = ['additionalItems', 'additionalProperties', 'contains', 'not', 'if', 'then', 'else', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties', 'contentSchema', 'items'];
+const ONE_SCHEMA = [
+  'additionalItems',
+  'additionalProperties',
+  'contains',
+  'not',
+  'if',
+  'then',
+  'else',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contentSchema',
+  'items',
+];
 const SCHEMA_ARRAYS = ['items', 'prefixItems', 'allOf', 'anyOf', 'oneOf'];
 const SCHEMA_MAPS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas', 'dependencies'];
 
@@ -132,7 +146,9 @@ function withoutUnsupportedPatterns(schema: unknown, at: string, dropped: Droppe
   for (const keyword of SCHEMA_MAPS) {
     const value = out[keyword];
     if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
-    out[keyword] = Object.fromEntries(Object.entries(value).map(([name, s]) => [name, withoutUnsupportedPatterns(s, at + pointer(keyword) + pointer(name), dropped)]));
+    out[keyword] = Object.fromEntries(
+      Object.entries(value).map(([name, s]) => [name, withoutUnsupportedPatterns(s, at + pointer(keyword) + pointer(name), dropped)]),
+    );
   }
   return out;
 }

@@ -34,11 +34,29 @@ describe('Discord approval cards: the button ids and the text', () => {
       expect(parseApprovalCustomId(bad)).toBeNull();
     }
     const [row] = cardButtons(id);
-    expect(row!.components.map((b) => [b.label, b.style])).toEqual([['Approve', 3], ['Deny', 4]]);
+    expect(row!.components.map((b) => [b.label, b.style])).toEqual([
+      ['Approve', 3],
+      ['Deny', 4],
+    ]);
   });
 
   it('a press that decides nothing is told why: a stranger, a second press, an expired or stopped request, an unknown id', () => {
-    const record = (status: ApprovalRecord['status'], by?: string): ApprovalRecord => ({ id: 'a', session: 's', jobId: '1', step: 1, callId: 'c', tool: 't', argsHash: '', args: '{}', platform: 'discord', conversation: 'c1', requester: '1', expiresAt: 0, status, ...(by && { by }) });
+    const record = (status: ApprovalRecord['status'], by?: string): ApprovalRecord => ({
+      id: 'a',
+      session: 's',
+      jobId: '1',
+      step: 1,
+      callId: 'c',
+      tool: 't',
+      argsHash: '',
+      args: '{}',
+      platform: 'discord',
+      conversation: 'c1',
+      requester: '1',
+      expiresAt: 0,
+      status,
+      ...(by && { by }),
+    });
     expect(buttonAnswer({ kind: 'not_allowed', record: record('pending') })).toBe('Only the person who asked, or an approver, can decide this.');
     expect(buttonAnswer({ kind: 'already', record: record('denied', 'bob') })).toBe('Already decided: denied by bob.');
     expect(buttonAnswer({ kind: 'already', record: record('expired', 'expiry') })).toBe('Already decided: nobody decided in time, so it counted as a deny.');
@@ -47,7 +65,13 @@ describe('Discord approval cards: the button ids and the text', () => {
   });
 
   it('a huge call is clipped so the card and the decided card stay under 2,000 characters; a fence in the arguments cannot end the block', () => {
-    const card = { id: 'x', tool: 'write_file', args: JSON.stringify({ path: 'a.md', content: `\`\`\`\n${'y'.repeat(5_000)}` }), requester: 'Alice', expiresAt: Date.UTC(2030, 0, 1, 12, 34) };
+    const card = {
+      id: 'x',
+      tool: 'write_file',
+      args: JSON.stringify({ path: 'a.md', content: `\`\`\`\n${'y'.repeat(5_000)}` }),
+      requester: 'Alice',
+      expiresAt: Date.UTC(2030, 0, 1, 12, 34),
+    };
     const text = cardText(card);
     const decided = decidedText(card, { decision: 'approved', by: 'a'.repeat(40), at: Date.now() });
     expect(text.length).toBeLessThanOrEqual(2_000);
@@ -74,16 +98,35 @@ describe('Discord approval cards: DiscordOutbound against the fake', () => {
   it('a card whose response was lost is sent again with the same nonce and makes one message; a deleted card is left alone', async () => {
     const out = new DiscordOutbound({ rest: rest(), log: createLogger('silent'), downloadHosts: [] });
     const asked = fake.userMessage({ channel: fake.ids.general, content: `<@${fake.ids.app}> append` });
-    const to: InboundMessage = { v: 1, id: `discord-${asked.id}`, platform: 'discord', conversation: fake.ids.general, sender: { id: fake.ids.alice, name: 'Alice' }, text: 'append', attachments: [], eventId: asked.id, receivedAt: Date.now(), replyTo: asked.id };
+    const to: InboundMessage = {
+      v: 1,
+      id: `discord-${asked.id}`,
+      platform: 'discord',
+      conversation: fake.ids.general,
+      sender: { id: fake.ids.alice, name: 'Alice' },
+      text: 'append',
+      attachments: [],
+      eventId: asked.id,
+      receivedAt: Date.now(),
+      replyTo: asked.id,
+    };
     fake.fail({ method: 'POST', path: /^\/channels\/\d+\/messages$/, status: 500, afterWork: true });
     const id = await out.approvalCard(to, card);
     const posts = fake.calls('POST', /^\/channels\/\d+\/messages$/);
     expect(posts.map((p) => p.status)).toEqual([500, 200]);
     expect(posts[1]!.body.nonce).toBe(posts[0]!.body.nonce);
-    expect(fake.botMessages(fake.ids.general).filter((m) => m.components.length > 0).map((m) => m.id)).toEqual([id]);
+    expect(
+      fake
+        .botMessages(fake.ids.general)
+        .filter((m) => m.components.length > 0)
+        .map((m) => m.id),
+    ).toEqual([id]);
 
     await out.approvalDecided(to, id, card, { decision: 'expired', by: 'expiry', at: Date.now() });
-    expect(fake.messages.find((m) => m.id === id)).toMatchObject({ components: [], content: expect.stringMatching(/\n\n\*\*⌛ Expired at \d\d:\d\d UTC: nobody approved it \(counts as deny\)\*\*$/) });
+    expect(fake.messages.find((m) => m.id === id)).toMatchObject({
+      components: [],
+      content: expect.stringMatching(/\n\n\*\*⌛ Expired at \d\d:\d\d UTC: nobody approved it \(counts as deny\)\*\*$/),
+    });
     await rest().request('DELETE', `/channels/${fake.ids.general}/messages/${id}`);
     await expect(out.approvalDecided(to, id, card, { decision: 'cancelled', by: 'stop', at: Date.now() })).resolves.toBeUndefined();
   });
@@ -91,7 +134,9 @@ describe('Discord approval cards: DiscordOutbound against the fake', () => {
   it('the fake refuses buttons Discord refuses: a duplicate custom_id, one over 100 characters', async () => {
     const row = (ids: string[]) => [{ type: 1, components: ids.map((custom_id) => ({ type: 2, style: 1, label: 'x', custom_id })) }];
     for (const components of [row(['same', 'same']), row(['x'.repeat(101)])]) {
-      const err = await rest().request('POST', `/channels/${fake.ids.general}/messages`, { body: { content: 'hi', components } }).catch((e: unknown) => e);
+      const err = await rest()
+        .request('POST', `/channels/${fake.ids.general}/messages`, { body: { content: 'hi', components } })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DiscordApiError);
       expect((err as DiscordApiError).code).toBe(50035);
     }
@@ -136,7 +181,7 @@ describe('Discord approval cards: the real discord.js client against the fake Di
   const results = (channelId: string) => fake.botMessages(channelId).filter((m) => m.content.startsWith('result:'));
   const modelCalls = () => stack.fake.requests.length;
 
-  it('approve: the card shows the exact call; a stranger is refused privately; the requester\'s press updates the card in place, runs the edit once, answers once', async () => {
+  it("approve: the card shows the exact call; a stranger is refused privately; the requester's press updates the card in place, runs the edit once, answers once", async () => {
     const channel = fake.ids.general;
     const log = await workspace(channel);
     const asked = fake.userMessage({ channel, content: `<@${fake.ids.app}> append a line to log.txt` });
@@ -156,7 +201,11 @@ describe('Discord approval cards: the real discord.js client against the fake Di
     const { approve, deny } = buttonsOf(card);
     expect(parseApprovalCustomId(deny)!.id).toBe(parseApprovalCustomId(approve)!.id);
     const [post] = fake.calls('POST', new RegExp(`^/channels/${channel}/messages$`)).filter((r) => r.body.components);
-    expect(post!.body).toMatchObject({ enforce_nonce: true, nonce: expect.stringMatching(/^[\w-]{25}$/), allowed_mentions: { parse: [], replied_user: false } });
+    expect(post!.body).toMatchObject({
+      enforce_nonce: true,
+      nonce: expect.stringMatching(/^[\w-]{25}$/),
+      allowed_mentions: { parse: [], replied_user: false },
+    });
     const callsBefore = modelCalls();
 
     // Bob did not ask and is no approver.
@@ -212,7 +261,7 @@ describe('Discord approval cards: the real discord.js client against the fake Di
     expect(card).toMatchObject({ content: press.callbackContent, components: [] });
   }, 40_000);
 
-  it('/ask: the card is a message in the command\'s channel; once approved, the answer replaces the deferred response', async () => {
+  it("/ask: the card is a message in the command's channel; once approved, the answer replaces the deferred response", async () => {
     const channel = fake.ids.random;
     const log = await workspace(channel);
     const ix = fake.slash({ name: 'ask', channel, prompt: 'append a line to log.txt' });

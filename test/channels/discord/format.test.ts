@@ -53,7 +53,7 @@ describe('fitStatus', () => {
   });
 });
 
-describe('a long answer split at Discord\'s 2,000 characters', () => {
+describe("a long answer split at Discord's 2,000 characters", () => {
   it('gives pieces under the limit, each with balanced code fences, losing no line', () => {
     const code = Array.from({ length: 80 }, (_, i) => `console.log(${i}); // ${'-'.repeat(20)}`).join('\n');
     const answer = `Intro paragraph.\n\n\`\`\`js\n${code}\n\`\`\`\n\n${'Closing words. '.repeat(120)}`;

@@ -33,7 +33,10 @@ async function stackOn(fake: FakeDiscord, name: string, env: Record<string, stri
 const discordHealth = (stack: Stack) => stack.gateway.channels.find((c) => c.name === 'discord')!.health();
 const readyz = async (stack: Stack) => {
   const res = await getReadyz(stack);
-  return { status: res.status, body: (await res.json()) as { problems: string[]; channels: Record<string, { connected: boolean; lastEventAt?: string; detail?: string }> } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { problems: string[]; channels: Record<string, { connected: boolean; lastEventAt?: string; detail?: string }> },
+  };
 };
 
 describe('Discord gateway', () => {
@@ -53,7 +56,11 @@ describe('Discord gateway', () => {
     expect(after.status).toBe(200);
     expect(after.body.channels.discord).toMatchObject({ connected: true });
     expect(Date.parse(after.body.channels.discord!.lastEventAt!)).toBeGreaterThan(0);
-    expect(fake.gateway.identifies[0]).toMatchObject({ token: fake.token, intents: GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT, compress: false });
+    expect(fake.gateway.identifies[0]).toMatchObject({
+      token: fake.token,
+      intents: GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT,
+      compress: false,
+    });
 
     // The connection drops and the new one gets no HELLO yet: not ready meanwhile.
     fake.drop(4000, true);
@@ -76,7 +83,15 @@ describe('Discord gateway', () => {
     const first = await stackOn(fake, 'dc-reg1', { DISCORD_GUILD_ID: fake.ids.guild });
     await waitFor('connected', () => discordHealth(first).connected, 10_000);
     expect(fake.calls('PUT', /commands$/).map((r) => r.path)).toEqual([`/applications/${fake.ids.app}/guilds/${fake.ids.guild}/commands`]);
-    expect(fake.commands.guild.get(fake.ids.guild)!.map((c: { name: string }) => c.name)).toEqual(['ask', 'reset', 'stop', 'status', 'help', 'schedules', 'unschedule']);
+    expect(fake.commands.guild.get(fake.ids.guild)!.map((c: { name: string }) => c.name)).toEqual([
+      'ask',
+      'reset',
+      'stop',
+      'status',
+      'help',
+      'schedules',
+      'unschedule',
+    ]);
     expect(fake.commands.global).toEqual([]);
     await first.close();
     open[0]!.stack = undefined;

@@ -53,12 +53,12 @@ describe('normaliseMessage: who starts a run', () => {
     expect(normaliseMessage(view({ content: '@everyone lunch?', mentionedUserIds: [] }), BOT, NOW)).toEqual({ ok: false, reason: 'not_addressed' });
   });
 
-  it('a reply to one of the bot\'s messages addresses it, mention or not', () => {
+  it("a reply to one of the bot's messages addresses it, mention or not", () => {
     const gate = normaliseMessage(view({ content: 'and the second one?', mentionedUserIds: [], repliedToUserId: '900' }), BOT, NOW);
     expect(gate.ok && gate.message.text).toBe('and the second one?');
   });
 
-  it('a mention of the bot\'s managed role addresses it (some clients insert the role)', () => {
+  it("a mention of the bot's managed role addresses it (some clients insert the role)", () => {
     const gate = normaliseMessage(view({ content: '<@&950> hello', mentionedUserIds: [], mentionedRoleIds: ['950'] }), BOT, NOW);
     expect(gate.ok && gate.message.text).toBe('hello');
   });
@@ -83,14 +83,19 @@ describe('normaliseMessage: who starts a run', () => {
 
   it('carries attachments with their CDN URL as the ref', () => {
     const gate = normaliseMessage(
-      view({ content: '<@900>', attachments: [{ name: 'notes.txt', url: 'https://cdn.discordapp.com/attachments/1/2/notes.txt?ex=1', size: 12, contentType: 'text/plain' }] }),
+      view({
+        content: '<@900>',
+        attachments: [{ name: 'notes.txt', url: 'https://cdn.discordapp.com/attachments/1/2/notes.txt?ex=1', size: 12, contentType: 'text/plain' }],
+      }),
       BOT,
       NOW,
     );
-    expect(gate.ok && gate.message.attachments).toEqual([{ name: 'notes.txt', ref: 'https://cdn.discordapp.com/attachments/1/2/notes.txt?ex=1', size: 12, mime: 'text/plain' }]);
+    expect(gate.ok && gate.message.attachments).toEqual([
+      { name: 'notes.txt', ref: 'https://cdn.discordapp.com/attachments/1/2/notes.txt?ex=1', size: 12, mime: 'text/plain' },
+    ]);
   });
 
-  it('a message in a thread is the thread\'s session, apart from its channel\'s', () => {
+  it("a message in a thread is the thread's session, apart from its channel's", () => {
     const inThread = normaliseMessage(view({ channelId: '777' }), BOT, NOW);
     const inChannel = normaliseMessage(view(), BOT, NOW);
     expect(inThread.ok && sessionKeyOf(inThread.message)).toBe('discord:777');
@@ -109,9 +114,18 @@ describe('cleanText', () => {
 });
 
 describe('slash commands', () => {
-  const cmd: CommandView = { id: '1576637981740105752', token: 'tok', applicationId: '900', name: 'ask', prompt: '  list the files  ', channelId: '200', guildId: '100', user: { id: '300', name: 'Alice' } };
+  const cmd: CommandView = {
+    id: '1576637981740105752',
+    token: 'tok',
+    applicationId: '900',
+    name: 'ask',
+    prompt: '  list the files  ',
+    channelId: '200',
+    guildId: '100',
+    user: { id: '300', name: 'Alice' },
+  };
 
-  it('/ask is a message of its channel\'s session, answered through its interaction', () => {
+  it("/ask is a message of its channel's session, answered through its interaction", () => {
     const m = normaliseCommand(cmd, NOW);
     expect(m).toEqual({
       v: 1,
@@ -152,10 +166,13 @@ describe('ids', () => {
     expect(tokenAlive({ id }, NOW + 15 * 60_000)).toBe(false);
   });
 
-  it('a piece\'s nonce is stable for the same reply piece, different otherwise, and at most 25 characters', () => {
+  it("a piece's nonce is stable for the same reply piece, different otherwise, and at most 25 characters", () => {
     const a = pieceNonce({ id: messageIdOf('1') }, 'answer', 0);
     expect(a).toBe(pieceNonce({ id: 'discord-1' }, 'answer', 0));
     expect(a.length).toBeLessThanOrEqual(25);
-    expect(new Set([a, pieceNonce({ id: 'discord-1' }, 'answer', 1), pieceNonce({ id: 'discord-1' }, 'status', 0), pieceNonce({ id: 'discord-2' }, 'answer', 0)]).size).toBe(4);
+    expect(
+      new Set([a, pieceNonce({ id: 'discord-1' }, 'answer', 1), pieceNonce({ id: 'discord-1' }, 'status', 0), pieceNonce({ id: 'discord-2' }, 'answer', 0)])
+        .size,
+    ).toBe(4);
   });
 });

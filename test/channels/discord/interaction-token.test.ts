@@ -46,7 +46,13 @@ describe('Discord interaction tokens in Redis', () => {
         await held;
         return { content: 'first answer' };
       }
-      return { content: `together: ${(req.body.messages as ChatMessage[]).filter((m) => m.role === 'user').slice(-2).map((m) => String(m.content)).join(' + ')}` };
+      return {
+        content: `together: ${(req.body.messages as ChatMessage[])
+          .filter((m) => m.role === 'user')
+          .slice(-2)
+          .map((m) => String(m.content))
+          .join(' + ')}`,
+      };
     });
 
     // The first /ask runs (held at the model); two more wait and are folded into the next turn.
@@ -76,7 +82,11 @@ describe('Discord interaction tokens in Redis', () => {
     await waitFor('the folded answer', () => original(three)?.content === 'together: two + three', 20_000);
     await waitFor('the folded /ask points at the answer', () => original(two)?.content === FOLDED_NOTE, 10_000);
     expect(original(one)?.content).toBe('first answer');
-    await waitFor('both runs settled', async () => (await stack.queue.getJobCounts('completed')).completed === 2 && !(await stack.redis.exists(stack.keys.outbox(`discord:${fake.ids.general}`))));
+    await waitFor(
+      'both runs settled',
+      async () =>
+        (await stack.queue.getJobCounts('completed')).completed === 2 && !(await stack.redis.exists(stack.keys.outbox(`discord:${fake.ids.general}`))),
+    );
 
     const after = await dumpPrefix(stack.redis, prefix);
     expect(after.some((d) => d.key.endsWith(':history'))).toBe(true); // the dump reads what the runs wrote

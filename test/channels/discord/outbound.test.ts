@@ -41,7 +41,19 @@ function outbound(now?: () => number): DiscordOutbound {
 function mention(text = 'do it'): InboundMessage {
   const m = fake.userMessage({ channel: fake.ids.general, content: `<@${fake.ids.app}> ${text}` });
   const gate = normaliseMessage(
-    { id: m.id, channelId: m.channel_id, guildId: fake.ids.guild, author: { id: fake.ids.alice, name: 'Alice', bot: false }, content: m.content, system: false, webhook: false, mentionedUserIds: [fake.ids.app], mentionedRoleIds: [], attachments: [], userNames: {} },
+    {
+      id: m.id,
+      channelId: m.channel_id,
+      guildId: fake.ids.guild,
+      author: { id: fake.ids.alice, name: 'Alice', bot: false },
+      content: m.content,
+      system: false,
+      webhook: false,
+      mentionedUserIds: [fake.ids.app],
+      mentionedRoleIds: [],
+      attachments: [],
+      userNames: {},
+    },
     { id: fake.ids.app },
     Date.now(),
   );
@@ -54,7 +66,19 @@ async function deferredAsk(prompt = 'do it'): Promise<{ ix: FakeInteraction; to:
   const ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt });
   const rest = new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl });
   await rest.request('POST', `/interactions/${ix.id}/${ix.token}/callback`, { auth: false, body: { type: 5, data: { flags: 0 } } });
-  const to = normaliseCommand({ id: ix.id, token: ix.token, applicationId: fake.ids.app, name: 'ask', prompt, channelId: fake.ids.general, guildId: fake.ids.guild, user: { id: fake.ids.alice, name: 'Alice' } }, Date.now());
+  const to = normaliseCommand(
+    {
+      id: ix.id,
+      token: ix.token,
+      applicationId: fake.ids.app,
+      name: 'ask',
+      prompt,
+      channelId: fake.ids.general,
+      guildId: fake.ids.guild,
+      user: { id: fake.ids.alice, name: 'Alice' },
+    },
+    Date.now(),
+  );
   return { ix, to };
 }
 
@@ -67,12 +91,16 @@ function longAnswer(): string {
 }
 
 describe('DiscordOutbound: mentions and DMs (channel messages)', () => {
-  it('the answer replies to the user\'s message, pinging only that user', async () => {
+  it("the answer replies to the user's message, pinging only that user", async () => {
     const to = mention();
     const ids = await outbound().post(to, 'Done: **3 files**. @everyone @here <@&123> <@456> see this', 'answer');
     expect(ids).toHaveLength(1);
     const posted = msg(ids[0]!);
-    expect(posted).toMatchObject({ channel_id: fake.ids.general, content: 'Done: **3 files**. @everyone @here <@&123> <@456> see this', message_reference: { message_id: to.replyTo } });
+    expect(posted).toMatchObject({
+      channel_id: fake.ids.general,
+      content: 'Done: **3 files**. @everyone @here <@&123> <@456> see this',
+      message_reference: { message_id: to.replyTo },
+    });
     expect(posted.pings).toEqual([`replied:${fake.ids.alice}`]);
     const [req] = fake.calls('POST', /\/messages$/);
     expect(req!.body.allowed_mentions).toEqual({ parse: [], replied_user: true });
@@ -113,7 +141,12 @@ describe('DiscordOutbound: mentions and DMs (channel messages)', () => {
     const posts = fake.calls('POST', /^\/channels\/\d+\/messages$/);
     expect(posts.map((p) => p.status)).toEqual([500, 200]);
     expect(posts[0]!.body.nonce).toBe(posts[1]!.body.nonce);
-    expect(fake.botMessages(fake.ids.general).filter((m) => m.content === 'exactly once').map((m) => m.id)).toEqual(ids);
+    expect(
+      fake
+        .botMessages(fake.ids.general)
+        .filter((m) => m.content === 'exactly once')
+        .map((m) => m.id),
+    ).toEqual(ids);
   });
 
   it('a channel piece an earlier worker started and never confirmed is sent again with its nonce: Discord returns the message it made', async () => {
@@ -194,7 +227,7 @@ describe('DiscordOutbound: slash commands (the interaction webhook)', () => {
     expect(msg(ix.originalId!).deleted).toBe(true);
   });
 
-  it('past the token\'s 15 minutes the answer is a channel message naming the user, with no webhook call', async () => {
+  it("past the token's 15 minutes the answer is a channel message naming the user, with no webhook call", async () => {
     const { to } = await deferredAsk();
     fake.requests.length = 0;
     const out = outbound(() => Date.now() + SIXTEEN_MINUTES);
@@ -248,7 +281,13 @@ describe('DiscordOutbound: slash commands (the interaction webhook)', () => {
     const earlier = await deferredAsk('first');
     const last = await deferredAsk('second');
     await redis.set(interactionKey(prefix, earlier.to.id), JSON.stringify(interactionOf(earlier.to)), 'PX', 60_000);
-    await outbound().ended(last.to, { runId: 'r2', state: 'cancelled', reason: 'cancelled', line: honestLine('cancelled'), messageIds: [earlier.to.id, last.to.id] });
+    await outbound().ended(last.to, {
+      runId: 'r2',
+      state: 'cancelled',
+      reason: 'cancelled',
+      line: honestLine('cancelled'),
+      messageIds: [earlier.to.id, last.to.id],
+    });
     expect(msg(earlier.ix.originalId!).content).toBe('↪ Handled together with the messages that came after this one. Stopped.');
     expect(foldedNote({ state: 'failed', line: honestLine('model_error') })).toContain('I could not get an answer from the model');
     expect(foldedNote({ state: 'failed' })).toBe('↪ Handled together with the messages that came after this one.');
@@ -262,10 +301,12 @@ describe('DiscordOutbound.download', () => {
     expect(Buffer.from(bytes).toString()).toBe('hello notes');
   });
 
-  it('refuses past the cap, and refuses hosts that are not Discord\'s', async () => {
+  it("refuses past the cap, and refuses hosts that are not Discord's", async () => {
     const a = fake.addAttachment('big.bin', Buffer.alloc(5_000, 1));
     await expect(outbound().download({ name: 'big.bin', ref: a.url }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/larger than the 1 kB limit/);
-    await expect(outbound().download({ name: 'x', ref: 'http://example.com/x' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/not a Discord attachment host/);
+    await expect(outbound().download({ name: 'x', ref: 'http://example.com/x' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(
+      /not a Discord attachment host/,
+    );
   });
 });
 
@@ -288,23 +329,57 @@ describe('DiscordOutbound.upload (send_file)', () => {
   const uploads = () => files.requests.filter((r) => r.files.length > 0);
 
   function fileOf(name: string, bytes: Buffer, caption?: string, mime = 'text/csv'): OutgoingFile {
-    return { name, path: `out/${name}`, absolutePath: `/nowhere/out/${name}`, size: bytes.length, mime, ...(caption !== undefined && { caption }), read: async () => bytes };
+    return {
+      name,
+      path: `out/${name}`,
+      absolutePath: `/nowhere/out/${name}`,
+      size: bytes.length,
+      mime,
+      ...(caption !== undefined && { caption }),
+      read: async () => bytes,
+    };
   }
 
   /** Alice mentions the bot in the thread (a session of its own, its own channel id). */
   function threadMention(): InboundMessage {
     const asked = files.userMessage({ channel: files.ids.thread, content: `<@${files.ids.app}> export it` });
-    return { v: 1, id: `discord-${asked.id}`, platform: 'discord', conversation: files.ids.thread, sender: { id: files.ids.alice, name: 'Alice' }, text: 'export it', attachments: [], eventId: asked.id, receivedAt: Date.now(), replyTo: asked.id };
+    return {
+      v: 1,
+      id: `discord-${asked.id}`,
+      platform: 'discord',
+      conversation: files.ids.thread,
+      sender: { id: files.ids.alice, name: 'Alice' },
+      text: 'export it',
+      attachments: [],
+      eventId: asked.id,
+      receivedAt: Date.now(),
+      replyTo: asked.id,
+    };
   }
 
   async function deferred(): Promise<{ ix: FakeInteraction; to: InboundMessage }> {
     const ix = files.slash({ name: 'ask', channel: files.ids.general, prompt: 'export it' });
-    await new DiscordRest({ token: files.token, apiUrl: files.apiUrl }).request('POST', `/interactions/${ix.id}/${ix.token}/callback`, { auth: false, body: { type: 5, data: { flags: 0 } } });
-    const to = normaliseCommand({ id: ix.id, token: ix.token, applicationId: files.ids.app, name: 'ask', prompt: 'export it', channelId: files.ids.general, guildId: files.ids.guild, user: { id: files.ids.alice, name: 'Alice' } }, Date.now());
+    await new DiscordRest({ token: files.token, apiUrl: files.apiUrl }).request('POST', `/interactions/${ix.id}/${ix.token}/callback`, {
+      auth: false,
+      body: { type: 5, data: { flags: 0 } },
+    });
+    const to = normaliseCommand(
+      {
+        id: ix.id,
+        token: ix.token,
+        applicationId: files.ids.app,
+        name: 'ask',
+        prompt: 'export it',
+        channelId: files.ids.general,
+        guildId: files.ids.guild,
+        user: { id: files.ids.alice, name: 'Alice' },
+      },
+      Date.now(),
+    );
     return { ix, to };
   }
 
-  it('takes up to 10 MiB, Discord\'s default per-file limit', () => {
+  it("takes up to 10 MiB, Discord's default per-file limit", () => {
     expect(uploader().uploadMaxBytes).toBe(10 * 1024 * 1024);
     expect(UPLOAD_MAX_BYTES).toBe(UPLOAD_LIMIT_BYTES);
   });
@@ -315,17 +390,30 @@ describe('DiscordOutbound.upload (send_file)', () => {
     const id = await uploader().upload(to, fileOf('report.csv', bytes, 'This week <@&1> @everyone'), AbortSignal.timeout(5_000));
 
     const m = sent(id);
-    expect(m).toMatchObject({ via: 'channel', channel_id: files.ids.thread, content: 'This week <@&1> @everyone', message_reference: { message_id: to.replyTo }, pings: [] });
-    expect(m.attachments.map((a) => [a.filename, a.size, a.content_type, a.bytes.toString()])).toEqual([['report.csv', bytes.length, 'text/csv', bytes.toString()]]);
+    expect(m).toMatchObject({
+      via: 'channel',
+      channel_id: files.ids.thread,
+      content: 'This week <@&1> @everyone',
+      message_reference: { message_id: to.replyTo },
+      pings: [],
+    });
+    expect(m.attachments.map((a) => [a.filename, a.size, a.content_type, a.bytes.toString()])).toEqual([
+      ['report.csv', bytes.length, 'text/csv', bytes.toString()],
+    ]);
     const [req] = uploads();
     expect(req!.path).toBe(`/channels/${files.ids.thread}/messages`);
     expect(req!.files.map((f) => [f.field, f.filename])).toEqual([['files[0]', 'report.csv']]);
-    expect(req!.body).toMatchObject({ attachments: [{ id: 0, filename: 'report.csv' }], allowed_mentions: { parse: [], replied_user: false }, enforce_nonce: true, nonce: expect.stringMatching(/^[\w-]{1,25}$/) });
+    expect(req!.body).toMatchObject({
+      attachments: [{ id: 0, filename: 'report.csv' }],
+      allowed_mentions: { parse: [], replied_user: false },
+      enforce_nonce: true,
+      nonce: expect.stringMatching(/^[\w-]{1,25}$/),
+    });
     const res = await fetch(m.attachments[0]!.url);
     expect(Buffer.from(await res.arrayBuffer()).toString()).toBe(bytes.toString());
   });
 
-  it('the fake answers a multipart message POST with Discord\'s message object and its attachments', async () => {
+  it("the fake answers a multipart message POST with Discord's message object and its attachments", async () => {
     const rest = new DiscordRest({ token: files.token, apiUrl: files.apiUrl });
     const posted = await rest.request<any>('POST', `/channels/${files.ids.general}/messages`, {
       body: { attachments: [{ id: 0, filename: 'notes.md', description: 'the notes' }], allowed_mentions: { parse: [] } },
@@ -333,7 +421,15 @@ describe('DiscordOutbound.upload (send_file)', () => {
     });
     expect(posted).toMatchObject({ channel_id: files.ids.general, content: '', author: { id: files.ids.app } });
     expect(posted.attachments).toEqual([
-      { id: expect.stringMatching(/^\d+$/), filename: 'notes.md', description: 'the notes', size: 8, url: expect.stringContaining('/attachments/'), proxy_url: expect.stringContaining('/attachments/'), content_type: 'text/markdown' },
+      {
+        id: expect.stringMatching(/^\d+$/),
+        filename: 'notes.md',
+        description: 'the notes',
+        size: 8,
+        url: expect.stringContaining('/attachments/'),
+        proxy_url: expect.stringContaining('/attachments/'),
+        content_type: 'text/markdown',
+      },
     ]);
     const empty = await rest.request('POST', `/channels/${files.ids.general}/messages`, { body: { content: ' ' }, files: [] }).catch((e: unknown) => e);
     expect(empty).toMatchObject({ status: 400, code: 50006 });
@@ -345,14 +441,24 @@ describe('DiscordOutbound.upload (send_file)', () => {
     const id = await uploader().upload(to, fileOf('a.txt', Buffer.from('alpha')), AbortSignal.timeout(5_000));
     expect(uploads().map((r) => r.status)).toEqual([429, 200]);
     expect(uploads()[1]!.at - uploads()[0]!.at).toBeGreaterThanOrEqual(190);
-    expect(files.botMessages(files.ids.thread).filter((m) => m.attachments.some((a) => a.filename === 'a.txt')).map((m) => m.id)).toEqual([id]);
+    expect(
+      files
+        .botMessages(files.ids.thread)
+        .filter((m) => m.attachments.some((a) => a.filename === 'a.txt'))
+        .map((m) => m.id),
+    ).toEqual([id]);
 
     files.requests.length = 0;
     files.fail({ method: 'POST', path: /^\/channels\/\d+\/messages$/, status: 502, afterWork: true });
     const again = await uploader().upload(to, fileOf('b.txt', Buffer.from('bravo')), AbortSignal.timeout(10_000));
     expect(uploads().map((r) => r.status)).toEqual([502, 200]);
     expect(uploads()[1]!.body.nonce).toBe(uploads()[0]!.body.nonce);
-    expect(files.botMessages(files.ids.thread).filter((m) => m.attachments.some((a) => a.filename === 'b.txt')).map((m) => m.id)).toEqual([again]);
+    expect(
+      files
+        .botMessages(files.ids.thread)
+        .filter((m) => m.attachments.some((a) => a.filename === 'b.txt'))
+        .map((m) => m.id),
+    ).toEqual([again]);
   });
 
   it('a refusal is thrown and classified as refused: missing Attach Files (403 50013), a file over the limit (413 40005)', async () => {
@@ -363,7 +469,9 @@ describe('DiscordOutbound.upload (send_file)', () => {
     expect(denied).toMatchObject({ status: 403, code: 50013 });
     expect(out.classifyWriteError(denied)).toBe('refused');
 
-    const big = await out.upload(to, fileOf('big.bin', Buffer.alloc(UPLOAD_LIMIT_BYTES + 1, 7), undefined, 'application/octet-stream'), AbortSignal.timeout(20_000)).catch((e: unknown) => e);
+    const big = await out
+      .upload(to, fileOf('big.bin', Buffer.alloc(UPLOAD_LIMIT_BYTES + 1, 7), undefined, 'application/octet-stream'), AbortSignal.timeout(20_000))
+      .catch((e: unknown) => e);
     expect(big).toMatchObject({ status: 413, code: 40005, message: expect.stringContaining('Request entity too large') });
     expect(out.classifyWriteError(big)).toBe('refused');
     expect(uploads().map((r) => r.status)).toEqual([403, 413]);
@@ -394,16 +502,20 @@ describe('DiscordOutbound.upload (send_file)', () => {
     expect(sent(second).content).toBe('');
   });
 
-  it('why: the fake keeps Discord\'s rule that a follow-up right after the deferral becomes the deferred response', async () => {
+  it("why: the fake keeps Discord's rule that a follow-up right after the deferral becomes the deferred response", async () => {
     const { ix } = await deferred();
     const rest = new DiscordRest({ token: files.token, apiUrl: files.apiUrl });
-    const posted = await rest.request<{ id: string }>('POST', `/webhooks/${files.ids.app}/${ix.token}`, { auth: false, body: { content: 'caption', attachments: [{ id: 0, filename: 'f.txt' }] }, files: [{ name: 'f.txt', data: Buffer.from('f'), contentType: 'text/plain' }] });
+    const posted = await rest.request<{ id: string }>('POST', `/webhooks/${files.ids.app}/${ix.token}`, {
+      auth: false,
+      body: { content: 'caption', attachments: [{ id: 0, filename: 'f.txt' }] },
+      files: [{ name: 'f.txt', data: Buffer.from('f'), contentType: 'text/plain' }],
+    });
     expect(posted.id).toBe(ix.originalId);
     expect(ix.followups).toEqual([]);
     expect(sent(ix.originalId!).attachments.map((a) => a.filename)).toEqual(['f.txt']);
   });
 
-  it('a slash command past its 15 minutes, or whose token is refused: the file goes to the command\'s channel', async () => {
+  it("a slash command past its 15 minutes, or whose token is refused: the file goes to the command's channel", async () => {
     const late = await deferred();
     const lateId = await uploader(() => Date.now() + SIXTEEN_MINUTES).upload(late.to, fileOf('late.txt', Buffer.from('late')), AbortSignal.timeout(5_000));
     expect(sent(lateId)).toMatchObject({ via: 'channel', channel_id: files.ids.general, pings: [] });
@@ -418,7 +530,7 @@ describe('DiscordOutbound.upload (send_file)', () => {
     expect(refused.ix.followups).toEqual([]);
   });
 
-  it('a cancelled run\'s upload stops: the abort is thrown as it is, nothing is sent', async () => {
+  it("a cancelled run's upload stops: the abort is thrown as it is, nothing is sent", async () => {
     const controller = new AbortController();
     controller.abort(new Error('run cancelled'));
     await expect(uploader().upload(threadMention(), fileOf('d.txt', Buffer.from('delta')), controller.signal)).rejects.toThrow('run cancelled');

@@ -132,7 +132,11 @@ describe('Discord: slash commands', () => {
       return { content: 'Here is your late answer.', delayMs: 300 };
     });
     ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt: 'slow job' });
-    await waitFor('the answer in the channel', () => fake.botMessages(fake.ids.general).find((m) => m.via === 'channel' && m.content.includes('late answer')), 20_000);
+    await waitFor(
+      'the answer in the channel',
+      () => fake.botMessages(fake.ids.general).find((m) => m.via === 'channel' && m.content.includes('late answer')),
+      20_000,
+    );
 
     const answers = fake.messages.filter((m) => m.content.includes('Here is your late answer.'));
     expect(answers).toHaveLength(1);
@@ -236,7 +240,7 @@ describe('Discord: mentions and DMs', () => {
     expect(stack.fake.requests).toHaveLength(1);
   }, 40_000);
 
-  it('the bot\'s own and other bots\' messages start nothing; a reply to the bot does', async () => {
+  it("the bot's own and other bots' messages start nothing; a reply to the bot does", async () => {
     const { fake, stack } = await start('dc-bots');
     stack.fake.setHandler((req) => ({ content: `answer to ${userTexts(req.body).at(-1)}` }));
     fake.userMessage({ channel: fake.ids.general, author: fake.ids.otherBot, content: `<@${fake.ids.app}> bots talking` });
@@ -250,7 +254,7 @@ describe('Discord: mentions and DMs', () => {
     expect(stack.fake.requests.map((r) => userTexts(r.body).at(-1))).toEqual(['first', 'and a follow-up']);
   }, 40_000);
 
-  it('a mention\'s attachment is saved in the workspace and named to the model', async () => {
+  it("a mention's attachment is saved in the workspace and named to the model", async () => {
     const { fake, stack } = await start('dc-files');
     stack.fake.script([{ content: 'Got the file.' }]);
     const file = fake.addAttachment('notes.txt', Buffer.from('buy milk\n'));

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordAPIError } from 'discord.js';
-import { classify, DiscordApiError, DiscordNetworkError, DiscordRateLimitError, interactionGone, redactRoute, safeError } from '../../../src/channels/discord/errors.js';
+import {
+  classify,
+  DiscordApiError,
+  DiscordNetworkError,
+  DiscordRateLimitError,
+  interactionGone,
+  redactRoute,
+  safeError,
+} from '../../../src/channels/discord/errors.js';
 import { DiscordRest, withRetries } from '../../../src/channels/discord/rest.js';
 import { registerCommands, sameCommands, SLASH_COMMANDS } from '../../../src/channels/discord/slash.js';
 import { startFakeDiscord, type FakeDiscord } from '../../fakes/discord-server.js';
@@ -61,11 +69,14 @@ describe('withRetries: classify, then retry or rethrow', () => {
 
 describe('classify and redaction', () => {
   it('reads retry_after (seconds with decimals) from the body, else the header', () => {
-    expect(classify('r', 429, { message: 'You are being rate limited.', retry_after: 0.35, global: false }, '1')).toMatchObject({ retryAfterMs: 350, global: false });
+    expect(classify('r', 429, { message: 'You are being rate limited.', retry_after: 0.35, global: false }, '1')).toMatchObject({
+      retryAfterMs: 350,
+      global: false,
+    });
     expect(classify('r', 429, undefined, '2')).toMatchObject({ retryAfterMs: 2000 });
   });
 
-  it('keeps Discord\'s code and message', () => {
+  it("keeps Discord's code and message", () => {
     const e = classify('PATCH /webhooks/1/:token/messages/@original', 401, { message: 'Invalid Webhook Token', code: 50027 }, null);
     expect(e).toMatchObject({ status: 401, code: 50027 });
     expect(e.message).toBe('PATCH /webhooks/1/:token/messages/@original → 401 (50027): Invalid Webhook Token');
@@ -104,14 +115,21 @@ describe('DiscordRest against the fake Discord', () => {
 
   it('a wrong token is a 401 DiscordApiError', async () => {
     const rest = new DiscordRest({ token: 'wrong', apiUrl: fake.apiUrl });
-    await expect(rest.request('GET', '/users/@me')).rejects.toMatchObject({ name: 'DiscordApiError', status: 401, message: 'GET /users/@me → 401: 401: Unauthorized' });
+    await expect(rest.request('GET', '/users/@me')).rejects.toMatchObject({
+      name: 'DiscordApiError',
+      status: 401,
+      message: 'GET /users/@me → 401: 401: Unauthorized',
+    });
   });
 
-  it('an expired interaction token\'s error does not contain the token', async () => {
+  it("an expired interaction token's error does not contain the token", async () => {
     const ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt: 'x' });
     fake.expire(ix.id);
     const rest = new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl });
-    const err = await rest.request('PATCH', `/webhooks/${fake.ids.app}/${ix.token}/messages/@original`, { auth: false, body: { content: 'x' } }).then(() => new Error('no error'), (e: unknown) => e as Error);
+    const err = await rest.request('PATCH', `/webhooks/${fake.ids.app}/${ix.token}/messages/@original`, { auth: false, body: { content: 'x' } }).then(
+      () => new Error('no error'),
+      (e: unknown) => e as Error,
+    );
     expect(err).toMatchObject({ status: 401, code: 50027 });
     expect(err.message).not.toContain(ix.token);
   });
@@ -124,10 +142,17 @@ describe('DiscordRest against the fake Discord', () => {
 
 describe('slash command registration', () => {
   it('compares only the fields we set, in any order', () => {
-    const asDiscordReturnsThem = [...SLASH_COMMANDS].reverse().map((c) => ({ ...c, id: '1', application_id: '2', version: '3', default_member_permissions: null, nsfw: false, options: c.options ?? [] }));
+    const asDiscordReturnsThem = [...SLASH_COMMANDS]
+      .reverse()
+      .map((c) => ({ ...c, id: '1', application_id: '2', version: '3', default_member_permissions: null, nsfw: false, options: c.options ?? [] }));
     expect(sameCommands(asDiscordReturnsThem, SLASH_COMMANDS)).toBe(true);
     expect(sameCommands(asDiscordReturnsThem.slice(1), SLASH_COMMANDS)).toBe(false);
-    expect(sameCommands(asDiscordReturnsThem.map((c) => (c.name === 'stop' ? { ...c, description: 'old text' } : c)), SLASH_COMMANDS)).toBe(false);
+    expect(
+      sameCommands(
+        asDiscordReturnsThem.map((c) => (c.name === 'stop' ? { ...c, description: 'old text' } : c)),
+        SLASH_COMMANDS,
+      ),
+    ).toBe(false);
   });
 
   it('registers once and leaves an identical registration alone (globally, or in one guild)', async () => {

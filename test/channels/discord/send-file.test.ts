@@ -55,7 +55,11 @@ async function workspace(channel = fake.ids.thread): Promise<string> {
 async function ask(words: string): Promise<{ asked: FakeMessage; answer: FakeMessage }> {
   const jobsBefore = (await stack.queue.getJobs(['completed'])).length;
   const asked = fake.userMessage({ channel: fake.ids.thread, content: `<@${fake.ids.app}> ${words}` });
-  const answer = await waitFor('the answer', () => fake.botMessages(fake.ids.thread).find((m) => m.message_reference?.message_id === asked.id && m.content.startsWith('done:')), 20_000);
+  const answer = await waitFor(
+    'the answer',
+    () => fake.botMessages(fake.ids.thread).find((m) => m.message_reference?.message_id === asked.id && m.content.startsWith('done:')),
+    20_000,
+  );
   await waitFor('the completed job', async () => (await stack.queue.getJobs(['completed'])).length > jobsBefore, 10_000);
   return { asked, answer: answer! };
 }
@@ -80,7 +84,9 @@ describe('Discord: send_file', () => {
     const { asked, answer } = await ask('send the report');
 
     const first = stack.fake.requests.find((r) => String((r.body.messages as ChatMessage[]).at(-1)?.content).includes('send the report'))!;
-    expect((first.body.tools as { function: { name: string; description: string } }[]).find((t) => t.function.name === 'send_file')?.function.description).toContain('Discord takes up to 10 MB');
+    expect(
+      (first.body.tools as { function: { name: string; description: string } }[]).find((t) => t.function.name === 'send_file')?.function.description,
+    ).toContain('Discord takes up to 10 MB');
     const withFile = fake.botMessages(fake.ids.thread).filter((m) => m.attachments.length > 0);
     expect(withFile).toHaveLength(1);
     expect(withFile[0]).toMatchObject({ via: 'channel', content: 'This week, @everyone', pings: [], message_reference: { message_id: asked.id } });
@@ -93,7 +99,7 @@ describe('Discord: send_file', () => {
     expect(BigInt(answer.id) > BigInt(withFile[0]!.id)).toBe(true);
   }, 40_000);
 
-  it('a file over Discord\'s 10 MiB is not uploaded: the model reads an error naming the limit, and still answers once', async () => {
+  it("a file over Discord's 10 MiB is not uploaded: the model reads an error naming the limit, and still answers once", async () => {
     const ws = await workspace();
     // Sparse: 10 MiB + 1 byte long, with no bytes written.
     const handle = await open(join(ws, 'dump.bin'), 'w');

@@ -31,7 +31,16 @@ describe('Discord with split roles', () => {
       await dropPrefix(redis, prefix);
       redis.disconnect();
     });
-    const env = { REDIS_URL, QUEUE_PREFIX: prefix, OPENAI_BASE_URL: model.baseURL, OPENAI_API_KEY: 'test-key-not-secret', AGENT_MODEL: 'fake-model', WORKSPACE_ROOT: workspaceRoot, DM_POLICY: 'open', ...fake.env() };
+    const env = {
+      REDIS_URL,
+      QUEUE_PREFIX: prefix,
+      OPENAI_BASE_URL: model.baseURL,
+      OPENAI_API_KEY: 'test-key-not-secret',
+      AGENT_MODEL: 'fake-model',
+      WORKSPACE_ROOT: workspaceRoot,
+      DM_POLICY: 'open',
+      ...fake.env(),
+    };
 
     const worker: Spawned = await spawnWorker(env);
     cleanup.push(async () => {
@@ -50,7 +59,10 @@ describe('Discord with split roles', () => {
     await waitFor('the mention reply', () => fake.botMessages(fake.ids.random).length === 1, 20_000);
 
     expect(fake.messages.find((m) => m.id === ix.originalId)!.content).toBe('from the worker: hello from a slash command');
-    expect(fake.botMessages(fake.ids.random)[0]).toMatchObject({ content: 'from the worker: hello from a mention', message_reference: { message_id: asked.id } });
+    expect(fake.botMessages(fake.ids.random)[0]).toMatchObject({
+      content: 'from the worker: hello from a mention',
+      message_reference: { message_id: asked.id },
+    });
     expect(fake.gateway.identifies).toHaveLength(1);
   }, 60_000);
 });

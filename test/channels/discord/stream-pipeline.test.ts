@@ -33,7 +33,9 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const ANSWER = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: the streamed answer grows while the model writes it, one piece at a time.`).join('\n\n');
+const ANSWER = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: the streamed answer grows while the model writes it, one piece at a time.`).join(
+  '\n\n',
+);
 /** Markdown Discord lacks (a level-4 heading, a table): what `post` rewrites. */
 const FORMATTED = `#### Summary\n\n${ANSWER}\n\n| step | who |\n|------|-----|\n| read | me  |`;
 const FORMATTED_SHOWN = `**Summary**\n\n${ANSWER}\n\n\`\`\`\n| step | who |\n|------|-----|\n| read | me  |\n\`\`\``;
@@ -66,15 +68,20 @@ const session = (channel: string) => sessionKeyOf({ platform: 'discord', convers
 
 /** The run committed (a new `last`) and its reply was delivered (the outbox is gone). */
 async function ended(channel: string, before: Mark, ms: number): Promise<void> {
-  await waitFor('the run to end', async () => {
-    const last = await stack.redis.get(stack.keys.last(session(channel)));
-    return last !== null && last !== before.last && (await stack.redis.exists(stack.keys.outbox(session(channel)))) === 0;
-  }, ms);
+  await waitFor(
+    'the run to end',
+    async () => {
+      const last = await stack.redis.get(stack.keys.last(session(channel)));
+      return last !== null && last !== before.last && (await stack.redis.exists(stack.keys.outbox(session(channel)))) === 0;
+    },
+    ms,
+  );
   await sleep(200);
 }
 
 /** The bot's messages (live or deleted) made since the mark, oldest first. */
-const madeSince = (m: Mark, channel: string) => fake.messages.slice(m.messages).filter((x) => x.channel_id === channel && x.author.id === fake.ids.app && x.via !== 'user');
+const madeSince = (m: Mark, channel: string) =>
+  fake.messages.slice(m.messages).filter((x) => x.channel_id === channel && x.author.id === fake.ids.app && x.via !== 'user');
 const liveSince = (m: Mark, channel: string) => madeSince(m, channel).filter((x) => !x.deleted);
 const requestsSince = (m: Mark) => fake.requests.slice(m.requests);
 
@@ -97,7 +104,18 @@ let references = 0;
 async function posted(text: string): Promise<string[]> {
   const out = new DiscordOutbound({ rest: new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl }), log: createLogger('silent'), downloadHosts: [] });
   const gate = normaliseMessage(
-    { id: String(BigInt(fake.ids.dmAlice) + BigInt(++references)), channelId: fake.ids.dmAlice, author: { id: fake.ids.alice, name: 'Alice', bot: false }, content: 'reference', system: false, webhook: false, mentionedUserIds: [], mentionedRoleIds: [], attachments: [], userNames: {} },
+    {
+      id: String(BigInt(fake.ids.dmAlice) + BigInt(++references)),
+      channelId: fake.ids.dmAlice,
+      author: { id: fake.ids.alice, name: 'Alice', bot: false },
+      content: 'reference',
+      system: false,
+      webhook: false,
+      mentionedUserIds: [],
+      mentionedRoleIds: [],
+      attachments: [],
+      userNames: {},
+    },
     { id: fake.ids.app },
     Date.now(),
   );
@@ -128,7 +146,9 @@ function expectPaced(writes: RecordedRequest[]): void {
   const gaps = writes.slice(1).map((r, i) => r.at - writes[i]!.at);
   const smallest = Math.min(...gaps);
   const at = gaps.indexOf(smallest);
-  expect(smallest, `${writes[at]?.method} ${writes[at]?.path} → ${writes[at + 1]?.method} ${writes[at + 1]?.path}`).toBeGreaterThanOrEqual(STREAM_INTERVAL_MS - 15);
+  expect(smallest, `${writes[at]?.method} ${writes[at]?.path} → ${writes[at + 1]?.method} ${writes[at + 1]?.path}`).toBeGreaterThanOrEqual(
+    STREAM_INTERVAL_MS - 15,
+  );
 }
 
 /** Every request that writes to the channel's messages or through an interaction's webhook: posts, edits, deletes. */
@@ -194,11 +214,7 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
   it('a run that fails after text was streamed keeps that text, marked incomplete, with the honest line', async () => {
     const channel = fake.ids.thread;
     const before = await mark(channel);
-    stack.fake.script([
-      { content: ANSWER, chunks: 10, chunkDelayMs: 400, breakAfterChunks: 2 },
-      { status: 500 },
-      { status: 500 },
-    ]);
+    stack.fake.script([{ content: ANSWER, chunks: 10, chunkDelayMs: 400, breakAfterChunks: 2 }, { status: 500 }, { status: 500 }]);
     const asked = mention(channel, 'long answer please, failing');
     await ended(channel, before, 60_000);
 
@@ -217,14 +233,24 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     expect(writing.length).toBeGreaterThanOrEqual(1);
     for (const h of writing) expect(h.endsWith(` ${WRITING_MARK}`) && shown!.startsWith(h.slice(0, -2))).toBe(true);
     expect(channelWrites(before, channel).filter((r) => r.method === 'POST' && r.body.content.endsWith(WRITING_MARK))).toHaveLength(1);
-    expect(madeSince(before, channel).filter((m) => m.id !== answer.id).every((m) => m.deleted && m.content.startsWith('• the model is busy'))).toBe(true);
+    expect(
+      madeSince(before, channel)
+        .filter((m) => m.id !== answer.id)
+        .every((m) => m.deleted && m.content.startsWith('• the model is busy')),
+    ).toBe(true);
   }, 70_000);
 
   it('a 429 mid-stream holds the channel for its retry-after; the final text is still exact, and shown once', async () => {
     const channel = fake.ids.general;
     const before = await mark(channel);
     let armed = true;
-    fake.fail({ method: 'PATCH', path: new RegExp(`^/channels/${channel}/messages/\\d+$`), status: 429, retryAfter: 3, when: () => armed && ((armed = false), true) });
+    fake.fail({
+      method: 'PATCH',
+      path: new RegExp(`^/channels/${channel}/messages/\\d+$`),
+      status: 429,
+      retryAfter: 3,
+      when: () => armed && ((armed = false), true),
+    });
     stack.fake.script([{ content: ANSWER, chunks: 8, chunkDelayMs: 500 }]);
     const asked = mention(channel, 'long answer, rate limited');
     await ended(channel, before, 40_000);
@@ -273,7 +299,9 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     expect(writes.filter((r) => r.method === 'POST')).toHaveLength(3);
     expect(writes.every((r) => r.status === 200 && r.body.content.length <= 2_000)).toBe(true);
     // The streamed writes, in time order, show more and more of the answer.
-    const at = streamed(writes).map((r) => [made.findIndex((m) => (r.method === 'POST' ? m.nonce === r.body.nonce : r.path.endsWith(`/${m.id}`))), r.body.content.length] as const);
+    const at = streamed(writes).map(
+      (r) => [made.findIndex((m) => (r.method === 'POST' ? m.nonce === r.body.nonce : r.path.endsWith(`/${m.id}`))), r.body.content.length] as const,
+    );
     expect(at.every(([k]) => k >= 0)).toBe(true);
     for (let i = 1; i < at.length; i++) expect(at[i]![0] > at[i - 1]![0] || (at[i]![0] === at[i - 1]![0] && at[i]![1] > at[i - 1]![1])).toBe(true);
     expectPaced(writes);
@@ -305,7 +333,7 @@ describe('Discord: STREAM_ANSWERS (the default) shows the answer in the messages
     expectPaced(writes);
   }, 50_000);
 
-  it('every write to the channel — the status line and its edits, the streamed messages, the final pieces and a leftover\'s delete — waits for the channel\'s turn', async () => {
+  it("every write to the channel — the status line and its edits, the streamed messages, the final pieces and a leftover's delete — waits for the channel's turn", async () => {
     const channel = fake.ids.general;
     const before = await mark(channel);
     stack.fake.script([

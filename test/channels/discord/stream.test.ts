@@ -46,7 +46,19 @@ function outbound(now: () => number = Date.now): DiscordOutbound {
 function mention(channel = fake.ids.general, text = 'do it'): InboundMessage {
   const m = fake.userMessage({ channel, content: `<@${fake.ids.app}> ${text}` });
   const gate = normaliseMessage(
-    { id: m.id, channelId: m.channel_id, guildId: fake.ids.guild, author: { id: fake.ids.alice, name: 'Alice', bot: false }, content: m.content, system: false, webhook: false, mentionedUserIds: [fake.ids.app], mentionedRoleIds: [], attachments: [], userNames: {} },
+    {
+      id: m.id,
+      channelId: m.channel_id,
+      guildId: fake.ids.guild,
+      author: { id: fake.ids.alice, name: 'Alice', bot: false },
+      content: m.content,
+      system: false,
+      webhook: false,
+      mentionedUserIds: [fake.ids.app],
+      mentionedRoleIds: [],
+      attachments: [],
+      userNames: {},
+    },
     { id: fake.ids.app },
     Date.now(),
   );
@@ -59,7 +71,19 @@ async function deferredAsk(channel = fake.ids.general): Promise<{ ix: FakeIntera
   const ix = fake.slash({ name: 'ask', channel, prompt: 'do it' });
   const rest = new DiscordRest({ token: fake.token, apiUrl: fake.apiUrl });
   await rest.request('POST', `/interactions/${ix.id}/${ix.token}/callback`, { auth: false, body: { type: 5, data: { flags: 0 } } });
-  const to = normaliseCommand({ id: ix.id, token: ix.token, applicationId: fake.ids.app, name: 'ask', prompt: 'do it', channelId: channel, guildId: fake.ids.guild, user: { id: fake.ids.alice, name: 'Alice' } }, Date.now());
+  const to = normaliseCommand(
+    {
+      id: ix.id,
+      token: ix.token,
+      applicationId: fake.ids.app,
+      name: 'ask',
+      prompt: 'do it',
+      channelId: channel,
+      guildId: fake.ids.guild,
+      user: { id: fake.ids.alice, name: 'Alice' },
+    },
+    Date.now(),
+  );
   return { ix, to };
 }
 
@@ -220,7 +244,12 @@ describe('Discord streamed answers: a mention (channel messages)', () => {
     const here = mention();
     const there = mention(fake.ids.random);
     const shown = await out.streamAnswer(here, 'first words', NOTHING);
-    fake.fail({ method: 'PATCH', path: /^\/channels\/\d+\/messages\/\d+$/, status: 429, body: { message: 'You are being rate limited.', retry_after: 2.5, global: true } });
+    fake.fail({
+      method: 'PATCH',
+      path: /^\/channels\/\d+\/messages\/\d+$/,
+      status: 429,
+      body: { message: 'You are being rate limited.', retry_after: 2.5, global: true },
+    });
     c.tick(1_200);
     await out.streamAnswer(here, 'first words and more', shown);
     fake.requests.length = 0;
@@ -296,7 +325,9 @@ describe('Discord streamed answers: a slash command (the interaction webhook)', 
     shown = await out.streamAnswer(to, 'Here is **the plan** for <@456> and @everyone:', shown);
     expect(shown.ids).toEqual([`${ORIGINAL}:${ix.originalId}`]);
     expect(msg(ix.originalId!).history).toEqual(['', '• looking', 'Here is **the plan** …', 'Here is **the plan** for <@456> and @everyone: …']);
-    expect(fake.calls('PATCH', /\/messages\/@original$/).every((r) => r.auth === undefined && JSON.stringify(r.body.allowed_mentions) === '{"parse":[]}')).toBe(true);
+    expect(fake.calls('PATCH', /\/messages\/@original$/).every((r) => r.auth === undefined && JSON.stringify(r.body.allowed_mentions) === '{"parse":[]}')).toBe(
+      true,
+    );
 
     const ids = await out.finishStream(to, shown, FINAL);
     expect(ids).toEqual([ORIGINAL]);
@@ -392,7 +423,7 @@ describe('Discord streamed answers: a slash command (the interaction webhook)', 
     expect(fake.calls('POST', /^\/channels\//)).toEqual([]);
   });
 
-  it('past the token\'s 15 minutes the stream is channel messages naming the user, finished as post would', async () => {
+  it("past the token's 15 minutes the stream is channel messages naming the user, finished as post would", async () => {
     const late = clock(SIXTEEN_MINUTES);
     const out = outbound(late.now);
     const { ix, to } = await deferredAsk();

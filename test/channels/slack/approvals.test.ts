@@ -9,7 +9,19 @@ import { approvalAction, parseApprovalAction } from '../../../src/channels/slack
 import { startStack, type Stack, readyz } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { APP_TOKEN, BOT_TOKEN, startFakeSlack, type FakeMessage, type FakeSlack } from '../../fakes/slack-server.js';
-import { appMention, blockActions, buttonsOf, cards, eventCallback, nextTs, postEvent, postInteraction, signed, SIGNING_SECRET, type SlackUser } from './helpers.js';
+import {
+  appMention,
+  blockActions,
+  buttonsOf,
+  cards,
+  eventCallback,
+  nextTs,
+  postEvent,
+  postInteraction,
+  signed,
+  SIGNING_SECRET,
+  type SlackUser,
+} from './helpers.js';
 
 const CHANNEL = 'C0APPROVE';
 const ADA: SlackUser = { id: 'U0ADA', username: 'ada' };
@@ -37,7 +49,8 @@ async function workspaceFile(stack: Stack, ts: string): Promise<() => Promise<st
 const cardIn = (slack: FakeSlack, thread: string) => waitFor('the approval card', () => cards(slack, CHANNEL).find((m) => m.thread_ts === thread), 15_000);
 const resultIn = (slack: FakeSlack, thread: string) =>
   waitFor('the answer', () => slack.messages.find((m) => m.thread_ts === thread && m.text.startsWith('result:')), 15_000);
-const ephemeralTo = (slack: FakeSlack, user: string, n: number) => waitFor(`ephemeral #${n} to ${user}`, () => slack.ephemerals.filter((e) => e.user === user)[n - 1], 10_000);
+const ephemeralTo = (slack: FakeSlack, user: string, n: number) =>
+  waitFor(`ephemeral #${n} to ${user}`, () => slack.ephemerals.filter((e) => e.user === user)[n - 1], 10_000);
 const blockTypes = (m: FakeMessage) => m.blocks!.map((b) => b.type);
 
 describe('approval card blocks and button payloads', () => {
@@ -54,7 +67,10 @@ describe('approval card blocks and button payloads', () => {
 
   it('escapes the call, keeps a ``` inside it from closing the code block, mentions who asked', () => {
     const { blocks, text } = cardMessage({ ...card, tool: 'run_command', args: JSON.stringify({ command: 'echo "<@U0X> & ```x```" > out' }) });
-    expect(blocks[0]).toEqual({ type: 'section', text: { type: 'mrkdwn', text: '*Run this command in the workspace?*\n```\necho "&lt;@U0X&gt; &amp; `\u200b``x`\u200b``" &gt; out\n```' } });
+    expect(blocks[0]).toEqual({
+      type: 'section',
+      text: { type: 'mrkdwn', text: '*Run this command in the workspace?*\n```\necho "&lt;@U0X&gt; &amp; `\u200b``x`\u200b``" &gt; out\n```' },
+    });
     expect(blocks[1]).toEqual({ type: 'context', elements: [{ type: 'mrkdwn', text: 'Asked by <@U0ADA>. Waits until 14:05 UTC; no answer counts as deny.' }] });
     expect(text).toContain('Asked by <@U0ADA>.');
   });
@@ -74,7 +90,14 @@ describe('slack approvals over HTTP interactivity (signed block_actions on /slac
 
   beforeAll(async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-approvals', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, TOOLS_APPROVE: 'edit_file', APPROVERS: `slack:${BOSS.id}`, APPROVAL_BY: 'either' });
+    stack = await startStack('slack-approvals', {
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_API_URL: slack.apiUrl,
+      TOOLS_APPROVE: 'edit_file',
+      APPROVERS: `slack:${BOSS.id}`,
+      APPROVAL_BY: 'either',
+    });
     await waitFor('slack identity', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
     scriptModel(stack);
   });
@@ -105,13 +128,21 @@ describe('slack approvals over HTTP interactivity (signed block_actions on /slac
 
     // A forged signature is refused and decides nothing.
     const body = new URLSearchParams({ payload: JSON.stringify(blockActions(card, ADA, 'Approve')) }).toString();
-    const forged = await fetch(`${stack.baseUrl}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(body, undefined, 'not-the-secret') }, body });
+    const forged = await fetch(`${stack.baseUrl}/slack/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(body, undefined, 'not-the-secret') },
+      body,
+    });
     expect(forged.status).toBe(401);
 
     // A stranger: a private refusal in the thread; the run stays parked.
     const stranger = await postInteraction(stack.baseUrl, blockActions(card, BOB, 'Approve'));
     expect(stranger.status).toBe(200);
-    expect(await ephemeralTo(slack, BOB.id, 1)).toMatchObject({ channel: CHANNEL, thread_ts: ts, text: 'Only the person who asked, or an approver, can decide this.' });
+    expect(await ephemeralTo(slack, BOB.id, 1)).toMatchObject({
+      channel: CHANNEL,
+      thread_ts: ts,
+      text: 'Only the person who asked, or an approver, can decide this.',
+    });
     expect(await log()).toBe('END');
     await waitFor('the job parked', async () => (await stack.queue.getJobCounts('delayed')).delayed === 1);
     expect(await stack.queue.getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: 0 });
@@ -166,7 +197,12 @@ describe('slack approvals over Socket Mode (interactive envelopes)', () => {
   let slack: FakeSlack;
   beforeAll(async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-approvals-socket', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl, TOOLS_APPROVE: 'edit_file' });
+    stack = await startStack('slack-approvals-socket', {
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_APP_TOKEN: APP_TOKEN,
+      SLACK_API_URL: slack.apiUrl,
+      TOOLS_APPROVE: 'edit_file',
+    });
     await waitFor('socket mode connected', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
     scriptModel(stack);
   });

@@ -25,7 +25,16 @@ describe('the Slack setup guide', () => {
       return items;
     };
     expect(list('bot_events')).toEqual(['app_mention', 'message.im']);
-    expect(list('bot')).toEqual(['app_mentions:read', 'chat:write', 'chat:write.public', 'commands', 'files:read', 'files:write', 'im:history', 'reactions:write']);
+    expect(list('bot')).toEqual([
+      'app_mentions:read',
+      'chat:write',
+      'chat:write.public',
+      'commands',
+      'files:read',
+      'files:write',
+      'im:history',
+      'reactions:write',
+    ]);
     expect(manifest).toContain(`- command: ${ASK_COMMAND}\n`);
     // The /ask command, event subscriptions and interactivity (approval buttons) all post to the one events path.
     expect(manifest.match(new RegExp(`https://switchboard\\.example\\.com${EVENTS_PATH}\\n`, 'g'))).toHaveLength(3);

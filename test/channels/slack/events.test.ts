@@ -18,7 +18,13 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
   async function start(name: string, env: Record<string, string> = {}): Promise<{ stack: Stack; slack: FakeSlack }> {
     slack = await startFakeSlack();
     // LINK_PREVIEWS=1: answers() and statuses() tell them apart by their unfurl arguments (see helpers.ts).
-    stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, LINK_PREVIEWS: '1', ...env });
+    stack = await startStack(name, {
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_API_URL: slack.apiUrl,
+      LINK_PREVIEWS: '1',
+      ...env,
+    });
     // The gateway knows who the bot is (auth.test) before the first event.
     await waitFor('slack identity', async () => (await (await readyz(stack!)).json()).channels?.slack?.connected === true);
     return { stack, slack };
@@ -37,7 +43,14 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
   }
 
   async function nothingQueued(s: Stack): Promise<void> {
-    expect(await s.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')).toEqual({ waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0, prioritized: 0 });
+    expect(await s.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 0,
+      failed: 0,
+      delayed: 0,
+      prioritized: 0,
+    });
   }
 
   it('signed events and /ask payloads with the wrong field types are acknowledged and skipped: no 5xx, nothing queued', async () => {
@@ -72,7 +85,11 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     const body = JSON.stringify(payload);
     const forged = await fetch(`${stack.baseUrl}/slack/events`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)), 'x-slack-signature': `v0=${'0'.repeat(64)}` },
+      headers: {
+        'content-type': 'application/json',
+        'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)),
+        'x-slack-signature': `v0=${'0'.repeat(64)}`,
+      },
       body,
     });
     expect(forged.status).toBe(401);
@@ -85,7 +102,11 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(unsigned.status).toBe(401);
 
     await nothingQueued(stack);
-    expect(await stack.redis.llen(stack.keys.inbox(sessionKeyOf({ platform: 'slack', conversation: CHANNEL, thread: String((payload.event as { ts: string }).ts) })))).toBe(0);
+    expect(
+      await stack.redis.llen(
+        stack.keys.inbox(sessionKeyOf({ platform: 'slack', conversation: CHANNEL, thread: String((payload.event as { ts: string }).ts) })),
+      ),
+    ).toBe(0);
     expect(stack.fake.requests).toHaveLength(0);
     expect(slack.messages).toHaveLength(0);
   });
@@ -115,7 +136,9 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(status!.edits[0]).toMatch(/^Let me look at the notes\.\n• list_files \. → /);
     expect(slack.reactionLog.get(`${CHANNEL}:${ts}`)).toEqual(['+eyes', '-eyes', '+white_check_mark']);
     // In order: the status, its edit, the answer, then the status removed.
-    const order = slack.calls.filter((c) => c.method.startsWith('chat.')).map((c) => (c.method === 'chat.postMessage' ? (c.params.unfurl_links ? 'status' : 'answer') : c.method));
+    const order = slack.calls
+      .filter((c) => c.method.startsWith('chat.'))
+      .map((c) => (c.method === 'chat.postMessage' ? (c.params.unfurl_links ? 'status' : 'answer') : c.method));
     expect(order).toEqual(['status', 'chat.update', 'answer', 'chat.delete']);
     // The model saw the text without the mention.
     expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual(['what do my notes say?']);
@@ -124,7 +147,10 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     expect(ready.channels.slack).toMatchObject({ connected: true, lastEventAt: expect.any(String) });
 
     // A reply in that thread without a mention is not for the bot by default.
-    const reply = await postEvent(stack.baseUrl, eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0ADA', text: 'thanks!', ts: nextTs(), thread_ts: ts }));
+    const reply = await postEvent(
+      stack.baseUrl,
+      eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0ADA', text: 'thanks!', ts: nextTs(), thread_ts: ts }),
+    );
     expect(reply.status).toBe(200);
     expect(await stack.queue.getJobCounts('waiting', 'active')).toEqual({ waiting: 0, active: 0 });
     expect(stack.fake.requests).toHaveLength(2);
@@ -137,11 +163,24 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     const res = await postEvent(stack.baseUrl, eventCallback({ type: 'message', channel: 'D0ADA', channel_type: 'im', user: 'U0ADA', text: 'hi there', ts }));
     expect(res.status).toBe(200);
     await waitFor('the check reaction', () => slack.reactions.get(`D0ADA:${ts}`)?.includes('white_check_mark'));
-    expect(answers(slack).map((m) => ({ channel: m.channel, thread_ts: m.thread_ts, text: m.text }))).toEqual([{ channel: 'D0ADA', thread_ts: undefined, text: 'Hello Ada.' }]);
+    expect(answers(slack).map((m) => ({ channel: m.channel, thread_ts: m.thread_ts, text: m.text }))).toEqual([
+      { channel: 'D0ADA', thread_ts: undefined, text: 'Hello Ada.' },
+    ]);
     expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual(['hi there']);
     await completed(stack, 1);
     // The bot's own answer, echoed back by Slack as a message.im event, starts nothing.
-    const echo = await postEvent(stack.baseUrl, eventCallback({ type: 'message', channel: 'D0ADA', channel_type: 'im', user: BOT_USER_ID, bot_id: 'B0BOT', text: 'Hello Ada.', ts: answers(slack)[0]!.ts }));
+    const echo = await postEvent(
+      stack.baseUrl,
+      eventCallback({
+        type: 'message',
+        channel: 'D0ADA',
+        channel_type: 'im',
+        user: BOT_USER_ID,
+        bot_id: 'B0BOT',
+        text: 'Hello Ada.',
+        ts: answers(slack)[0]!.ts,
+      }),
+    );
     expect(echo.status).toBe(200);
     expect(await stack.queue.getJobCounts('waiting', 'active')).toEqual({ waiting: 0, active: 0 });
     expect(stack.fake.requests).toHaveLength(1);
@@ -190,7 +229,9 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
 
     const answered = () => answers(slack).flatMap((m) => m.text.replace(/^answered: /, '').split(' | '));
     await waitFor('all three answered', () => answered().length >= 3);
-    await waitFor('every job settled', async () => Object.values(await stack.queue.getJobCounts('waiting', 'active', 'prioritized', 'delayed')).every((n) => n === 0));
+    await waitFor('every job settled', async () =>
+      Object.values(await stack.queue.getJobCounts('waiting', 'active', 'prioritized', 'delayed')).every((n) => n === 0),
+    );
     expect(answered()).toEqual(['first', 'second', 'third']);
     expect(answers(slack).every((m) => m.channel === CHANNEL && m.thread_ts === root)).toBe(true);
     expect(maxInFlight).toBe(1);
@@ -313,7 +354,9 @@ describe('slack channel: signed Events API requests → Bolt on the gateway → 
     const saved = await readFile(join(stack.workspaceRoot, workspaceFolderName(session), 'uploads', 'meeting notes.md'), 'utf8');
     expect(saved).toBe('# Meeting\n\n- Send the budget to Ana\n');
     expect(slack.fileRequests).toEqual([{ path: expect.stringContaining('/files-pri/'), authorization: `Bearer ${BOT_TOKEN}` }]);
-    expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual(['summarise the attached file\n\n[Attached files, in the workspace:]\n- uploads/meeting notes.md (36 B)']);
+    expect(newUserTexts(stack.fake.requests[0]!.body)).toEqual([
+      'summarise the attached file\n\n[Attached files, in the workspace:]\n- uploads/meeting notes.md (36 B)',
+    ]);
   });
 
   it('a file over ATTACHMENT_MAX_BYTES is not downloaded; the model is told why', async () => {
@@ -352,7 +395,13 @@ describe('slack thread follow-ups (SLACK_THREAD_FOLLOWUPS=1)', () => {
 
   it('a reply without a mention counts in a thread the bot answered, not in other threads', async () => {
     slack = await startFakeSlack();
-    stack = await startStack('slack-followups', { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, SLACK_THREAD_FOLLOWUPS: '1', LINK_PREVIEWS: '1' });
+    stack = await startStack('slack-followups', {
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_API_URL: slack.apiUrl,
+      SLACK_THREAD_FOLLOWUPS: '1',
+      LINK_PREVIEWS: '1',
+    });
     const s = stack;
     const fake = slack;
     await waitFor('slack identity', async () => (await (await readyz(s)).json()).channels?.slack?.connected === true);
@@ -363,9 +412,15 @@ describe('slack thread follow-ups (SLACK_THREAD_FOLLOWUPS=1)', () => {
     await waitFor('the first job', async () => (await s.queue.getJobCounts('completed')).completed === 1);
 
     const other = nextTs();
-    const ignored = await postEvent(s.baseUrl, eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0BOB', text: 'unrelated', ts: nextTs(), thread_ts: other }));
+    const ignored = await postEvent(
+      s.baseUrl,
+      eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0BOB', text: 'unrelated', ts: nextTs(), thread_ts: other }),
+    );
     expect(ignored.status).toBe(200);
-    const followup = await postEvent(s.baseUrl, eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0ADA', text: 'and then?', ts: nextTs(), thread_ts: root }));
+    const followup = await postEvent(
+      s.baseUrl,
+      eventCallback({ type: 'message', channel: CHANNEL, channel_type: 'channel', user: 'U0ADA', text: 'and then?', ts: nextTs(), thread_ts: root }),
+    );
     expect(followup.status).toBe(200);
     await waitFor('the second answer', () => answers(fake).length === 2);
     expect(answers(fake).map((m) => ({ text: m.text, thread_ts: m.thread_ts }))).toEqual([

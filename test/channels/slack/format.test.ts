@@ -57,7 +57,12 @@ describe('splitting long answers below Slack’s limits', () => {
       expect(p.length).toBeLessThanOrEqual(PIECE_LIMIT);
       expect(p.match(/```/g)?.length).toBe(2);
     }
-    const lines = pieces.flatMap((p) => p.replace(/^[\s\S]*?```\n/, '').replace(/\n```[\s\S]*$/, '').split('\n'));
+    const lines = pieces.flatMap((p) =>
+      p
+        .replace(/^[\s\S]*?```\n/, '')
+        .replace(/\n```[\s\S]*$/, '')
+        .split('\n'),
+    );
     expect(lines).toEqual(code.split('\n'));
   });
 

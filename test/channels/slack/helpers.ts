@@ -73,8 +73,22 @@ export interface SlackUser {
 
 /** The buttons of a message as it was posted (what a user who clicks saw, even after the message was updated). */
 export function buttonsOf(message: FakeMessage): { text: string; action_id: string; value?: string; style?: string; block_id?: string }[] {
-  const blocks = JSON.parse(String(message.params.blocks ?? '[]')) as { type: string; block_id?: string; elements?: { type: string; text: { text: string }; action_id: string; value?: string; style?: string }[] }[];
-  return blocks.flatMap((b) => (b.type === 'actions' ? (b.elements ?? []).map((e) => ({ text: e.text.text, action_id: e.action_id, ...(e.value !== undefined && { value: e.value }), ...(e.style && { style: e.style }), ...(b.block_id && { block_id: b.block_id }) })) : []));
+  const blocks = JSON.parse(String(message.params.blocks ?? '[]')) as {
+    type: string;
+    block_id?: string;
+    elements?: { type: string; text: { text: string }; action_id: string; value?: string; style?: string }[];
+  }[];
+  return blocks.flatMap((b) =>
+    b.type === 'actions'
+      ? (b.elements ?? []).map((e) => ({
+          text: e.text.text,
+          action_id: e.action_id,
+          ...(e.value !== undefined && { value: e.value }),
+          ...(e.style && { style: e.style }),
+          ...(b.block_id && { block_id: b.block_id }),
+        }))
+      : [],
+  );
 }
 
 let actionSeq = 0;
@@ -91,7 +105,13 @@ export function blockActions(message: FakeMessage, user: SlackUser, label: strin
     user: { id: user.id, username: user.username, name: user.username, team_id: TEAM_ID },
     api_app_id: 'A0FAKE',
     token: 'legacy-verification-token',
-    container: { type: 'message', message_ts: message.ts, channel_id: message.channel, is_ephemeral: false, ...(message.thread_ts && { thread_ts: message.thread_ts }) },
+    container: {
+      type: 'message',
+      message_ts: message.ts,
+      channel_id: message.channel,
+      is_ephemeral: false,
+      ...(message.thread_ts && { thread_ts: message.thread_ts }),
+    },
     trigger_id: `${Math.floor(now)}.${++actionSeq}.fake`,
     team: { id: TEAM_ID, domain: 'fake' },
     enterprise: null,
@@ -100,14 +120,27 @@ export function blockActions(message: FakeMessage, user: SlackUser, label: strin
     message: messageView(message),
     state: { values: {} },
     response_url: 'http://127.0.0.1:9/actions/unused',
-    actions: [{ action_id: button.action_id, block_id: 'block_id' in button ? button.block_id : 'sb_approval', text: { type: 'plain_text', text: typeof label === 'string' ? label : 'Button', emoji: true }, ...('value' in button && { value: button.value }), type: 'button', action_ts: now.toFixed(6) }],
+    actions: [
+      {
+        action_id: button.action_id,
+        block_id: 'block_id' in button ? button.block_id : 'sb_approval',
+        text: { type: 'plain_text', text: typeof label === 'string' ? label : 'Button', emoji: true },
+        ...('value' in button && { value: button.value }),
+        type: 'button',
+        action_ts: now.toFixed(6),
+      },
+    ],
   };
 }
 
 /** An interaction as Slack posts it over HTTP: form-encoded with the JSON in `payload`, signed like events. */
 export async function postInteraction(baseUrl: string, payload: unknown, timestamp?: number): Promise<Response> {
   const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
-  return fetch(`${baseUrl}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(body, timestamp) }, body });
+  return fetch(`${baseUrl}/slack/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(body, timestamp) },
+    body,
+  });
 }
 
 /** The approval cards the bot posted (messages posted with blocks), in posting order. */
@@ -146,7 +179,13 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
 /** The real roles with Slack over signed HTTP events against `fake`, once the bot is identified (auth.test answered). */
 export async function startSlackStack(name: string, fake: FakeSlack, env: Record<string, string> = {}): Promise<Stack> {
   // LINK_PREVIEWS=1: answers() tells answers from status messages by their unfurl arguments.
-  const stack = await startStack(name, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: fake.apiUrl, LINK_PREVIEWS: '1', ...env });
+  const stack = await startStack(name, {
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_SIGNING_SECRET: SIGNING_SECRET,
+    SLACK_API_URL: fake.apiUrl,
+    LINK_PREVIEWS: '1',
+    ...env,
+  });
   await waitFor('slack identity', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
   return stack;
 }

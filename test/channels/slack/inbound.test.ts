@@ -52,7 +52,9 @@ describe('which events are for the bot', () => {
   it('ignores own messages, other bots, edits, deletes, joins', () => {
     expect(classifyEvent(mention({ user: BOT }), BOT)).toEqual({ kind: 'ignore', reason: 'own message' });
     expect(classifyEvent(mention({ bot_id: 'B0OTHER' }), BOT)).toEqual({ kind: 'ignore', reason: 'bot message' });
-    expect(classifyEvent({ type: 'message', subtype: 'bot_message', channel: 'D0DM', channel_type: 'im', text: 'x', ts: '1.2', bot_id: 'B0BOT' }, BOT)).toMatchObject({ kind: 'ignore' });
+    expect(
+      classifyEvent({ type: 'message', subtype: 'bot_message', channel: 'D0DM', channel_type: 'im', text: 'x', ts: '1.2', bot_id: 'B0BOT' }, BOT),
+    ).toMatchObject({ kind: 'ignore' });
     for (const subtype of ['message_changed', 'message_deleted', 'channel_join', 'channel_topic']) {
       expect(classifyEvent({ ...mention({ type: 'message' }), subtype }, BOT)).toEqual({ kind: 'ignore', reason: `subtype ${subtype}` });
     }
@@ -108,14 +110,25 @@ describe('normalised messages and session keys', () => {
     const top = toInbound({ type: 'message', channel: 'D0DM', channel_type: 'im', user: 'U0ADA', text: 'hello', ts: '1700000000.000500' }, BOT, NOW)!;
     expect(top.thread).toBeUndefined();
     expect(sessionKeyOf(top)).toBe('slack:D0DM');
-    const threaded = toInbound({ type: 'message', channel: 'D0DM', channel_type: 'im', user: 'U0ADA', text: 'more', ts: '1700000000.000600', thread_ts: '1700000000.000500' }, BOT, NOW)!;
+    const threaded = toInbound(
+      { type: 'message', channel: 'D0DM', channel_type: 'im', user: 'U0ADA', text: 'more', ts: '1700000000.000600', thread_ts: '1700000000.000500' },
+      BOT,
+      NOW,
+    )!;
     expect(sessionKeyOf(threaded)).toBe('slack:D0DM:1700000000.000500');
     expect(decodeSessionKey(sessionKeyOf(threaded))).toEqual({ platform: 'slack', conversation: 'D0DM', thread: '1700000000.000500' });
   });
 
   it('files become attachments with their private URL; a mention with only files is kept', () => {
     const files = [
-      { id: 'F1', name: 'notes.md', mimetype: 'text/markdown', size: 42, url_private: 'https://files.slack.com/files-pri/T-F1/notes.md', url_private_download: 'https://files.slack.com/files-pri/T-F1/download/notes.md' },
+      {
+        id: 'F1',
+        name: 'notes.md',
+        mimetype: 'text/markdown',
+        size: 42,
+        url_private: 'https://files.slack.com/files-pri/T-F1/notes.md',
+        url_private_download: 'https://files.slack.com/files-pri/T-F1/download/notes.md',
+      },
       { id: 'F2', mode: 'tombstone' },
       { id: 'F3', title: 'untitled', url_private: 'https://files.slack.com/files-pri/T-F3/x' },
     ];
@@ -144,8 +157,18 @@ describe('/ask', () => {
   });
 
   it('is a message of the conversation it was typed in, answered at the top level, naming who asked', () => {
-    const m = askToInbound({ command: '/ask', text: 'what is 2+2?', channel_id: 'C0CHAN', user_id: 'U0ADA', user_name: 'ada', trigger_id: '123.456.abc' }, 'what is 2+2?', NOW);
-    expect(m).toMatchObject({ id: 'ask:123.456.abc', eventId: 'ask:123.456.abc', conversation: 'C0CHAN', sender: { id: 'U0ADA', name: 'ada' }, meta: { via: 'ask', user: 'U0ADA' } });
+    const m = askToInbound(
+      { command: '/ask', text: 'what is 2+2?', channel_id: 'C0CHAN', user_id: 'U0ADA', user_name: 'ada', trigger_id: '123.456.abc' },
+      'what is 2+2?',
+      NOW,
+    );
+    expect(m).toMatchObject({
+      id: 'ask:123.456.abc',
+      eventId: 'ask:123.456.abc',
+      conversation: 'C0CHAN',
+      sender: { id: 'U0ADA', name: 'ada' },
+      meta: { via: 'ask', user: 'U0ADA' },
+    });
     expect(m.thread).toBeUndefined();
     expect(m.replyTo).toBeUndefined();
     expect(sessionKeyOf(m)).toBe('slack:C0CHAN');

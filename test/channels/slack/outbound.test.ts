@@ -15,13 +15,33 @@ const log = createLogger(process.env.TEST_LOG ? 'debug' : 'silent');
 /** A workspace file as the send_file tool hands it over (its bytes in memory). */
 function outgoing(name: string, text: string, caption?: string): OutgoingFile {
   const bytes = new TextEncoder().encode(text);
-  return { name, path: name, absolutePath: `/workspace/${name}`, size: bytes.byteLength, mime: 'text/csv', ...(caption !== undefined && { caption }), read: async () => bytes };
+  return {
+    name,
+    path: name,
+    absolutePath: `/workspace/${name}`,
+    size: bytes.byteLength,
+    mime: 'text/csv',
+    ...(caption !== undefined && { caption }),
+    read: async () => bytes,
+  };
 }
 
 const UPLOAD_STEPS = ['files.getUploadURLExternal', UPLOAD_URL, 'files.completeUploadExternal'];
 
 function mentionIn(channel: string, ts: string, thread = ts): InboundMessage {
-  return { v: 1, id: `${channel}:${ts}`, platform: 'slack', conversation: channel, thread, sender: { id: 'U0ADA' }, text: 'hi', attachments: [], eventId: `${channel}:${ts}`, receivedAt: 0, replyTo: ts };
+  return {
+    v: 1,
+    id: `${channel}:${ts}`,
+    platform: 'slack',
+    conversation: channel,
+    thread,
+    sender: { id: 'U0ADA' },
+    text: 'hi',
+    attachments: [],
+    eventId: `${channel}:${ts}`,
+    receivedAt: 0,
+    replyTo: ts,
+  };
 }
 
 describe('slack outbound over the Web API (fake Slack)', () => {
@@ -64,7 +84,18 @@ describe('slack outbound over the Web API (fake Slack)', () => {
   });
 
   it('an /ask answer names who asked and what, at the top level', async () => {
-    const ask: InboundMessage = { v: 1, id: 'ask:1.2.3', platform: 'slack', conversation: 'C0CHAN', sender: { id: 'U0ADA' }, text: 'what is <2>?', attachments: [], eventId: 'ask:1.2.3', receivedAt: 0, meta: { via: 'ask', user: 'U0ADA' } };
+    const ask: InboundMessage = {
+      v: 1,
+      id: 'ask:1.2.3',
+      platform: 'slack',
+      conversation: 'C0CHAN',
+      sender: { id: 'U0ADA' },
+      text: 'what is <2>?',
+      attachments: [],
+      eventId: 'ask:1.2.3',
+      receivedAt: 0,
+      meta: { via: 'ask', user: 'U0ADA' },
+    };
     await out.post(ask, 'Four.', 'answer');
     expect(slack.messages[0]!.text).toBe('<@U0ADA> asked: what is &lt;2&gt;?\n\nFour.');
     expect(slack.messages[0]!.thread_ts).toBeUndefined();
@@ -126,7 +157,7 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     const [status] = await out.post(to, '• reading <notes.md>', 'status');
     slack.fail('chat.update', { status: 429, retryAfter: 1 }, { error: 'internal_error' });
     await out.edit(to, status!, '• reading notes.md\n• searching');
-    expect(slack.callsOf('chat.update', true).map((c) => c.status === 429 ? 429 : c.error ?? 'ok')).toEqual([429, 'internal_error', 'ok']);
+    expect(slack.callsOf('chat.update', true).map((c) => (c.status === 429 ? 429 : (c.error ?? 'ok')))).toEqual([429, 'internal_error', 'ok']);
     expect(slack.messages[0]!.edits).toEqual(['• reading notes.md\n• searching']);
     expect(slack.messages[0]!.text).toBe('• reading notes.md\n• searching');
     expect(slack.callsOf('chat.postMessage')[0]!.params).toMatchObject({ text: '• reading &lt;notes.md&gt;', unfurl_links: 'false' });
@@ -162,16 +193,24 @@ describe('slack outbound over the Web API (fake Slack)', () => {
   it('downloads a shared file with the bot token, within the byte cap', async () => {
     const bytes = new TextEncoder().encode('# Notes\n\nBuy milk.\n');
     const file = slack.addFile('notes.md', bytes, 'text/markdown');
-    const got = await out.download({ name: 'notes.md', ref: file.url_private_download, size: file.size, mime: file.mimetype }, 1_000, AbortSignal.timeout(5_000));
+    const got = await out.download(
+      { name: 'notes.md', ref: file.url_private_download, size: file.size, mime: file.mimetype },
+      1_000,
+      AbortSignal.timeout(5_000),
+    );
     expect(new TextDecoder().decode(got)).toBe('# Notes\n\nBuy milk.\n');
     expect(slack.fileRequests.map((r) => r.authorization)).toEqual([`Bearer ${BOT_TOKEN}`]);
-    await expect(out.download({ name: 'notes.md', ref: file.url_private_download, mime: file.mimetype }, 10, AbortSignal.timeout(5_000))).rejects.toThrow('larger than the 10 B limit');
+    await expect(out.download({ name: 'notes.md', ref: file.url_private_download, mime: file.mimetype }, 10, AbortSignal.timeout(5_000))).rejects.toThrow(
+      'larger than the 10 B limit',
+    );
   });
 
   it('refuses Slack’s sign-in page (missing files:read) and never sends the token elsewhere', async () => {
     const badToken = new SlackOutbound({ token: 'xoxb-wrong', apiUrl: slack.apiUrl, redis, prefix, log });
     const file = slack.addFile('data.csv', new TextEncoder().encode('a,b\n1,2\n'), 'text/csv');
-    await expect(badToken.download({ name: 'data.csv', ref: file.url_private, mime: 'text/csv' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/files:read/);
+    await expect(badToken.download({ name: 'data.csv', ref: file.url_private, mime: 'text/csv' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(
+      /files:read/,
+    );
     const requests = slack.fileRequests.length;
     await expect(out.download({ name: 'x', ref: 'http://127.0.0.2:9/evil' }, 1_000, AbortSignal.timeout(5_000))).rejects.toThrow(/not a Slack file URL/);
     expect(slack.fileRequests.length).toBe(requests);
@@ -187,7 +226,8 @@ describe('slack outbound over the Web API (fake Slack)', () => {
 
   describe('upload (files.uploadV2 against the fake external upload flow)', () => {
     const signal = () => AbortSignal.timeout(10_000);
-    const steps = () => slack.calls.filter((c) => UPLOAD_STEPS.includes(c.method)).map((c) => (c.status === 200 && !c.error ? c.method : `${c.method} ${c.error ?? c.status}`));
+    const steps = () =>
+      slack.calls.filter((c) => UPLOAD_STEPS.includes(c.method)).map((c) => (c.status === 200 && !c.error ? c.method : `${c.method} ${c.error ?? c.status}`));
     const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
     it('shares the file in the thread of the message it answers: its bytes, name, and the caption escaped as plain text', async () => {
@@ -196,7 +236,15 @@ describe('slack outbound over the Web API (fake Slack)', () => {
       expect(slack.callsOf('files.getUploadURLExternal')[0]!.params).toMatchObject({ filename: 'report.csv', length: '8' });
       expect(slack.uploads).toHaveLength(1);
       const [shared] = slack.uploads;
-      expect(shared).toMatchObject({ id, filename: 'report.csv', length: 8, title: 'report.csv', channel_id: 'C0CHAN', thread_ts: '1700000000.000100', initial_comment: 'Q3 &lt;numbers&gt; &amp; notes' });
+      expect(shared).toMatchObject({
+        id,
+        filename: 'report.csv',
+        length: 8,
+        title: 'report.csv',
+        channel_id: 'C0CHAN',
+        thread_ts: '1700000000.000100',
+        initial_comment: 'Q3 &lt;numbers&gt; &amp; notes',
+      });
       expect(text(shared!.bytes)).toBe('a,b\n1,2\n');
       expect(id).toMatch(/^F0UP/);
       // The file is the message: no chat.postMessage beside it.
@@ -271,7 +319,9 @@ describe('slack outbound over the Web API (fake Slack)', () => {
       expect(out.uploadMaxBytes).toBe(SLACK_UPLOAD_MAX_BYTES);
       expect(SLACK_UPLOAD_MAX_BYTES).toBe(1_000_000_000);
       const send = uploadTransport(slack.apiUrl, 10, signal());
-      await expect(send('http://127.0.0.2:9/upload/v1/x', { method: 'POST', headers: { Authorization: `Bearer ${BOT_TOKEN}` } })).rejects.toThrow(/not sent there/);
+      await expect(send('http://127.0.0.2:9/upload/v1/x', { method: 'POST', headers: { Authorization: `Bearer ${BOT_TOKEN}` } })).rejects.toThrow(
+        /not sent there/,
+      );
       await expect(send('https://evil.example/upload/v1/x', { method: 'POST' })).rejects.toThrow(/evil\.example; the bot token is not sent there/);
     });
   });

@@ -16,7 +16,10 @@ type Message = { role: string; content: unknown; tool_calls?: { function: { name
 const messagesOf = (req: RecordedRequest): Message[] => req.body.messages as Message[];
 const lastOf = (req: RecordedRequest): Message => messagesOf(req).at(-1)!;
 /** The `tool` messages a request carries (the results of the previous step's calls). */
-const toolResults = (req: RecordedRequest): string[] => messagesOf(req).filter((m) => m.role === 'tool').map((m) => String(m.content));
+const toolResults = (req: RecordedRequest): string[] =>
+  messagesOf(req)
+    .filter((m) => m.role === 'tool')
+    .map((m) => String(m.content));
 const isFiring = (req: RecordedRequest): boolean => newUserTexts(req.body).some((t) => t.startsWith('[Scheduled task'));
 
 describe('slack channel: schedules made from the chat fire into their thread', () => {
@@ -50,7 +53,15 @@ describe('slack channel: schedules made from the chat fire into their thread', (
       if (lastOf(req).role === 'tool') return { content: 'Done: I will remind you in a few seconds.' };
       const when = Date.now() + 3_000;
       at = Math.ceil(when / 1000) * 1000;
-      return { content: null, toolCalls: [{ name: 'schedule_task', arguments: JSON.stringify({ when: new Date(when).toISOString(), timezone: 'Europe/Berlin', prompt: 'Remind Ada to stretch.', name: 'stretch' }) }] };
+      return {
+        content: null,
+        toolCalls: [
+          {
+            name: 'schedule_task',
+            arguments: JSON.stringify({ when: new Date(when).toISOString(), timezone: 'Europe/Berlin', prompt: 'Remind Ada to stretch.', name: 'stretch' }),
+          },
+        ],
+      };
     });
     expect((await postEvent(stack.baseUrl, eventCallback(appMention(CHANNEL, ts, 'remind me to stretch in 3 seconds')))).status).toBe(200);
 
@@ -73,16 +84,26 @@ describe('slack channel: schedules made from the chat fire into their thread', (
     expect(text!.startsWith(`[Scheduled task "stretch" (${id}), firing of ${describeTime(at, 'Europe/Berlin')}.`)).toBe(true);
     expect(text!.endsWith(']\n\nRemind Ada to stretch.')).toBe(true);
 
-    const posted = await waitFor('the scheduled answer', () => {
-      const found = answers(slack).filter((m) => m.text.includes('Time to stretch'));
-      return found.length > 0 && found;
-    }, 30_000);
-    expect(posted.map((m) => ({ channel: m.channel, thread_ts: m.thread_ts, text: m.text }))).toEqual([{ channel: CHANNEL, thread_ts: ts, text: 'Time to stretch, Ada!' }]);
+    const posted = await waitFor(
+      'the scheduled answer',
+      () => {
+        const found = answers(slack).filter((m) => m.text.includes('Time to stretch'));
+        return found.length > 0 && found;
+      },
+      30_000,
+    );
+    expect(posted.map((m) => ({ channel: m.channel, thread_ts: m.thread_ts, text: m.text }))).toEqual([
+      { channel: CHANNEL, thread_ts: ts, text: 'Time to stretch, Ada!' },
+    ]);
     // The run that answered it took exactly the firing's message.
-    const firingRun = await waitFor('the scheduled run to complete', async () => {
-      const done = await stack.queue.getJobs(['completed']);
-      return done.map((j) => j.returnvalue as RunResult).find((r) => r?.messageIds.some((m) => m.startsWith('sched-')));
-    }, 30_000);
+    const firingRun = await waitFor(
+      'the scheduled run to complete',
+      async () => {
+        const done = await stack.queue.getJobs(['completed']);
+        return done.map((j) => j.returnvalue as RunResult).find((r) => r?.messageIds.some((m) => m.startsWith('sched-')));
+      },
+      30_000,
+    );
     expect(firingRun.messageIds).toEqual([`sched-${id}-${at}`]);
     expect(firingRun.delivered).toEqual([posted[0]!.ts]);
 
@@ -105,10 +126,27 @@ describe('slack channel: schedules made from the chat fire into their thread', (
   it('/ask schedules lists a cron schedule made through /ask, /ask unschedule <id> removes it and its job scheduler', { timeout: 60_000 }, async () => {
     const { stack, slack, firings } = await start('slack-sched-cron');
     stack.fake.script([
-      { content: null, toolCalls: [{ name: 'schedule_task', arguments: JSON.stringify({ when: '0 9 * * 1-5', timezone: 'America/New_York', prompt: 'Check the nightly build and say whether it is green.', name: 'build check' }) }] },
+      {
+        content: null,
+        toolCalls: [
+          {
+            name: 'schedule_task',
+            arguments: JSON.stringify({
+              when: '0 9 * * 1-5',
+              timezone: 'America/New_York',
+              prompt: 'Check the nightly build and say whether it is green.',
+              name: 'build check',
+            }),
+          },
+        ],
+      },
       { content: 'Every weekday at 9:00 New York time I will check the build.' },
     ]);
-    const ask = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: 'every weekday at 9am New York time, check the nightly build' });
+    const ask = await postCommand(stack.baseUrl, {
+      channel_id: CHANNEL,
+      user_id: 'U0ADA',
+      text: 'every weekday at 9am New York time, check the nightly build',
+    });
     expect(await ask.json()).toEqual({ response_type: 'ephemeral', text: 'Working on it — the answer will appear here.' });
     await waitFor('the answer', () => answers(slack).some((m) => m.text.includes('I will check the build')), 30_000);
     const [result] = toolResults(stack.fake.requests[1]!);
@@ -133,7 +171,9 @@ describe('slack channel: schedules made from the chat fire into their thread', (
     const again = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: 'schedules' });
     expect(((await again.json()) as { text: string }).text).toMatch(/^No schedules in this conversation\./);
     const twice = await postCommand(stack.baseUrl, { channel_id: CHANNEL, user_id: 'U0ADA', text: `unschedule ${id}` });
-    expect(((await twice.json()) as { text: string }).text).toBe(`No schedule "${id}" in this conversation. /schedules lists them (a thread's schedules are listed in that thread).`);
+    expect(((await twice.json()) as { text: string }).text).toBe(
+      `No schedule "${id}" in this conversation. /schedules lists them (a thread's schedules are listed in that thread).`,
+    );
     // The commands were answered at once: no model call beyond the scheduling turn's two.
     expect(stack.fake.requests).toHaveLength(2);
     stack.fake.assertDone();

@@ -44,7 +44,8 @@ function toolResultSeen(stack: Stack, path: string): string | undefined {
   return req ? String((req.body.messages as Wire[]).at(-1)!.content) : undefined;
 }
 
-const resultsIn = (slack: FakeSlack, thread: string) => slack.messages.filter((m) => m.channel === CHANNEL && m.thread_ts === thread && m.text.startsWith('result:'));
+const resultsIn = (slack: FakeSlack, thread: string) =>
+  slack.messages.filter((m) => m.channel === CHANNEL && m.thread_ts === thread && m.text.startsWith('result:'));
 /** The answer, once the run is over (the ✅ on the user's message comes after the delivery). */
 async function answerIn(slack: FakeSlack, thread: string) {
   await waitFor('the run to end', () => slack.reactions.get(`${CHANNEL}:${thread}`)?.includes('white_check_mark'), 15_000);
@@ -76,7 +77,13 @@ describe('slack: the send_file tool through the real roles (signed events → wo
     expect(offered?.function.description).toContain(`Slack takes up to ${formatBytes(SLACK_UPLOAD_MAX_BYTES)}`);
     expect(slack.uploads).toHaveLength(1);
     const [shared] = slack.uploads;
-    expect(shared).toMatchObject({ filename: 'report.csv', title: 'report.csv', channel_id: CHANNEL, thread_ts: ts, initial_comment: 'Q3 &lt;numbers&gt; &amp; notes' });
+    expect(shared).toMatchObject({
+      filename: 'report.csv',
+      title: 'report.csv',
+      channel_id: CHANNEL,
+      thread_ts: ts,
+      initial_comment: 'Q3 &lt;numbers&gt; &amp; notes',
+    });
     expect(new TextDecoder().decode(shared!.bytes)).toBe(content);
     expect(slack.callsOf('files.completeUploadExternal', true)).toHaveLength(1);
 

@@ -27,7 +27,13 @@ describe('Socket Mode acknowledgement', () => {
   /** Feeds one envelope to the receiver the way the socket client does, with a recording ack. */
   function envelope(receiver: DeferredAckSocketReceiver, acks: unknown[]): void {
     const client = (receiver as unknown as { inner: { client: { emit(name: string, args: unknown): void } } }).inner.client;
-    client.emit('slack_event', { ack: async (payload: unknown) => void acks.push(payload ?? 'ack'), envelope_id: 'e1', type: 'events_api', body: { type: 'event_callback' }, retry_num: 0 });
+    client.emit('slack_event', {
+      ack: async (payload: unknown) => void acks.push(payload ?? 'ack'),
+      envelope_id: 'e1',
+      type: 'events_api',
+      body: { type: 'event_callback' },
+      retry_num: 0,
+    });
   }
   const log = createLogger('silent');
 
@@ -105,7 +111,18 @@ describe('slack Socket Mode against a fake Slack (apps.connections.open + WebSoc
     await waitFor('the second ack', () => fake.socket.acks.some((a) => a.envelope_id === again));
 
     const command = fake.socket.send(
-      { token: 'legacy', team_id: 'T0FAKE', channel_id: 'C0SOCK', user_id: 'U0ADA', user_name: 'ada', command: '/ask', text: 'status', trigger_id: '1.2.3', response_url: 'http://127.0.0.1:9/x', api_app_id: 'A0FAKE' },
+      {
+        token: 'legacy',
+        team_id: 'T0FAKE',
+        channel_id: 'C0SOCK',
+        user_id: 'U0ADA',
+        user_name: 'ada',
+        command: '/ask',
+        text: 'status',
+        trigger_id: '1.2.3',
+        response_url: 'http://127.0.0.1:9/x',
+        api_app_id: 'A0FAKE',
+      },
       'slash_commands',
     );
     const ack = await waitFor('the command ack', () => fake.socket.acks.find((a) => a.envelope_id === command));

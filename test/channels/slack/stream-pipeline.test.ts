@@ -9,7 +9,9 @@ import type { Stack } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { answers, appMention, eventCallback, nextTs, postEvent, startSlackStack } from './helpers.js';
 
-const ANSWER = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: the streamed answer grows while the model writes it, one piece at a time.`).join('\n\n');
+const ANSWER = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: the streamed answer grows while the model writes it, one piece at a time.`).join(
+  '\n\n',
+);
 /** Markdown that formatting changes (bold) and characters that escaping changes: the final text must be the formatted one. */
 const MARKDOWN_ANSWER = `**Summary** of <things> & more\n\n${ANSWER}`;
 const MODEL_FAILING = 'I could not get an answer from the model (it kept failing). Please try again in a moment.';
@@ -73,7 +75,8 @@ describe('slack: STREAM_ANSWERS (the default) through the real roles — native 
 
   /** Every write of the answer message, the final ones (stopping its stream, putting in the final text) included: ≥ the pacing apart. */
   function expectPaced(calls: Call[]): void {
-    for (let i = 1; i < calls.length; i++) expect(calls[i]!.at - calls[i - 1]!.at, `write ${i} (${calls[i]!.method})`).toBeGreaterThanOrEqual(STREAM_INTERVAL_MS - SLACK);
+    for (let i = 1; i < calls.length; i++)
+      expect(calls[i]!.at - calls[i - 1]!.at, `write ${i} (${calls[i]!.method})`).toBeGreaterThanOrEqual(STREAM_INTERVAL_MS - SLACK);
   }
 
   it('a long answer in a channel thread with the team known: one native stream (start, growing appends, stop), then the exact formatted answer, once', async () => {
@@ -117,7 +120,8 @@ describe('slack: STREAM_ANSWERS (the default) through the real roles — native 
 
   /** Every write of the answer after each 429 waits out that 429's Retry-After. */
   function expectRetryAfterHonoured(writes: Call[], limited: Call[], retryAfterMs: number): void {
-    for (const l of limited) for (const c of writes.filter((w) => w.at > l.at)) expect(c.at - l.at, `${c.method} after the 429`).toBeGreaterThanOrEqual(retryAfterMs - SLACK);
+    for (const l of limited)
+      for (const c of writes.filter((w) => w.at > l.at)) expect(c.at - l.at, `${c.method} after the 429`).toBeGreaterThanOrEqual(retryAfterMs - SLACK);
   }
 
   it('a 429 mid-stream pauses the stream for its Retry-After, then the stream goes on with all the text; the final text is exact, once', async () => {
@@ -169,11 +173,7 @@ describe('slack: STREAM_ANSWERS (the default) through the real roles — native 
 
   it('a run that fails after text was streamed keeps that text, then the incomplete mark and the honest line, in the same message', async () => {
     const channel = 'C0STREAM2';
-    stack.fake.script([
-      { content: ANSWER, chunks: 10, chunkDelayMs: 400, breakAfterChunks: 2 },
-      { status: 500 },
-      { status: 500 },
-    ]);
+    stack.fake.script([{ content: ANSWER, chunks: 10, chunkDelayMs: 400, breakAfterChunks: 2 }, { status: 500 }, { status: 500 }]);
     const thread = await mention(channel, 'long answer please, failing');
     await ended(channel, thread, 60_000);
     await sleep(200);
@@ -289,5 +289,16 @@ describe('slack: STREAM_ANSWERS (the default) through the real roles — native 
 });
 
 /** Every Web API method that writes a message of a conversation. */
-const MESSAGE_WRITES = new Set(['chat.postMessage', 'chat.update', 'chat.delete', 'chat.startStream', 'chat.appendStream', 'chat.stopStream', 'chat.postEphemeral', 'files.completeUploadExternal']);
-const LONG_ANSWER = Array.from({ length: 60 }, (_, i) => `Paragraph ${i + 1}: a long streamed answer that needs more than one Slack message to show.`).join('\n\n');
+const MESSAGE_WRITES = new Set([
+  'chat.postMessage',
+  'chat.update',
+  'chat.delete',
+  'chat.startStream',
+  'chat.appendStream',
+  'chat.stopStream',
+  'chat.postEphemeral',
+  'files.completeUploadExternal',
+]);
+const LONG_ANSWER = Array.from({ length: 60 }, (_, i) => `Paragraph ${i + 1}: a long streamed answer that needs more than one Slack message to show.`).join(
+  '\n\n',
+);

@@ -90,11 +90,21 @@ describe('slack streamed answers (fake Slack)', () => {
 
   it('streams a growing answer into one native stream in the thread and finishes it, once, exactly as post would', async () => {
     const to = mention();
-    const steps = ['Here is', 'Here is **the** answer', 'Here is **the** answer; do not ping <!channel> & co.', 'Here is **the** answer; do not ping <!channel> & co.\n\n- one\n- two'];
+    const steps = [
+      'Here is',
+      'Here is **the** answer',
+      'Here is **the** answer; do not ping <!channel> & co.',
+      'Here is **the** answer; do not ping <!channel> & co.\n\n- one\n- two',
+    ];
     const shown = await streamAll(to, steps);
 
     expect(slack.callsOf('chat.startStream')).toHaveLength(1);
-    expect(slack.callsOf('chat.startStream')[0]!.params).toMatchObject({ channel: 'C0CHAN', thread_ts: THREAD, recipient_user_id: 'U0ADA', recipient_team_id: TEAM_ID });
+    expect(slack.callsOf('chat.startStream')[0]!.params).toMatchObject({
+      channel: 'C0CHAN',
+      thread_ts: THREAD,
+      recipient_user_id: 'U0ADA',
+      recipient_team_id: TEAM_ID,
+    });
     expect(slack.messages).toHaveLength(1);
     const [message] = slack.messages;
     // Append-only: each call brought only the new text, escaped so nothing pings.
@@ -331,7 +341,18 @@ describe('slack streamed answers (fake Slack)', () => {
     });
 
     it('an /ask answer (no thread) streams as a plain message led by the asked line and ends as post would', async () => {
-      const ask: InboundMessage = { v: 1, id: 'ask:1.2.3', platform: 'slack', conversation: 'C0CHAN', sender: { id: 'U0ADA' }, text: 'what is <2>?', attachments: [], eventId: 'ask:1.2.3', receivedAt: 0, meta: { via: 'ask', user: 'U0ADA' } };
+      const ask: InboundMessage = {
+        v: 1,
+        id: 'ask:1.2.3',
+        platform: 'slack',
+        conversation: 'C0CHAN',
+        sender: { id: 'U0ADA' },
+        text: 'what is <2>?',
+        attachments: [],
+        eventId: 'ask:1.2.3',
+        receivedAt: 0,
+        meta: { via: 'ask', user: 'U0ADA' },
+      };
       const shown = await streamAll(ask, ['Four', 'Four, since']);
       expect(count('chat.startStream')).toBe(0);
       expect(slack.messages[0]!.thread_ts).toBeUndefined();

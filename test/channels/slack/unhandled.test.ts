@@ -15,9 +15,35 @@ const INTERACTIONS: [string, Record<string, unknown>][] = [
   ['view_submission', { ...base, type: 'view_submission', view, trigger_id: '1.2.3' }],
   ['view_closed', { ...base, type: 'view_closed', view, is_cleared: false }],
   ['shortcut', { ...base, type: 'shortcut', callback_id: 'global_shortcut', trigger_id: '1.2.3', action_ts: '1.2' }],
-  ['message_action', { ...base, type: 'message_action', callback_id: 'msg_shortcut', trigger_id: '1.2.3', action_ts: '1.2', channel: { id: 'C0GEN', name: 'general' }, message: { type: 'message', ts: '1.2', text: 'hi' }, response_url: 'http://127.0.0.1:9/x' }],
-  ['block_suggestion', { ...base, type: 'block_suggestion', action_id: 'pick', block_id: 'b', value: 'ab', container: { type: 'view', view_id: 'V0VIEW' }, view }],
-  ['block_actions (not our button)', { ...base, type: 'block_actions', trigger_id: '1.2.3', container: { type: 'message', message_ts: '1.2', channel_id: 'C0GEN' }, channel: { id: 'C0GEN', name: 'general' }, response_url: 'http://127.0.0.1:9/x', actions: [{ action_id: 'someone_elses', block_id: 'b', type: 'button', value: 'v', action_ts: '1.2' }] }],
+  [
+    'message_action',
+    {
+      ...base,
+      type: 'message_action',
+      callback_id: 'msg_shortcut',
+      trigger_id: '1.2.3',
+      action_ts: '1.2',
+      channel: { id: 'C0GEN', name: 'general' },
+      message: { type: 'message', ts: '1.2', text: 'hi' },
+      response_url: 'http://127.0.0.1:9/x',
+    },
+  ],
+  [
+    'block_suggestion',
+    { ...base, type: 'block_suggestion', action_id: 'pick', block_id: 'b', value: 'ab', container: { type: 'view', view_id: 'V0VIEW' }, view },
+  ],
+  [
+    'block_actions (not our button)',
+    {
+      ...base,
+      type: 'block_actions',
+      trigger_id: '1.2.3',
+      container: { type: 'message', message_ts: '1.2', channel_id: 'C0GEN' },
+      channel: { id: 'C0GEN', name: 'general' },
+      response_url: 'http://127.0.0.1:9/x',
+      actions: [{ action_id: 'someone_elses', block_id: 'b', type: 'button', value: 'v', action_ts: '1.2' }],
+    },
+  ],
   ['no known type', { ...base, type: 'something_new' }],
 ];
 
@@ -41,7 +67,10 @@ describe('slack: signed requests no listener handles are acknowledged at once, a
     // The same, posted as JSON (Bolt reads both), and an event type we do not subscribe to.
     const json = await postEvent(s.baseUrl, INTERACTIONS[0]![1]);
     expect(json.status).toBe(200);
-    const reaction = await postEvent(s.baseUrl, eventCallback({ type: 'reaction_added', user: 'U0ADA', reaction: 'eyes', item: { type: 'message', channel: 'C0GEN', ts: '1.2' }, ts: '1.3' }));
+    const reaction = await postEvent(
+      s.baseUrl,
+      eventCallback({ type: 'reaction_added', user: 'U0ADA', reaction: 'eyes', item: { type: 'message', channel: 'C0GEN', ts: '1.2' }, ts: '1.3' }),
+    );
     expect(reaction.status).toBe(200);
 
     // Bodies Bolt itself cannot read (it throws a TypeError before any listener): acknowledged and skipped, not 500.
@@ -58,7 +87,14 @@ describe('slack: signed requests no listener handles are acknowledged at once, a
     }
 
     await new Promise((r) => setTimeout(r, 200));
-    expect(await s.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')).toEqual({ waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0, prioritized: 0 });
+    expect(await s.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 0,
+      failed: 0,
+      delayed: 0,
+      prioritized: 0,
+    });
     expect(await s.redis.keys(`${s.config.queue.prefix.replace(/[{}[\]*?]/g, '\\$&')}*inbox*`)).toEqual([]);
     expect(await s.redis.scard(s.keys.pending)).toBe(0);
     expect(slack.messages).toHaveLength(0);
@@ -72,7 +108,10 @@ describe('slack: a listener that fails is still answered 500 (Slack sends the ev
     s.gateway.intake.accept = async () => {
       throw new Error('redis is down');
     };
-    const res = await postEvent(s.baseUrl, eventCallback({ type: 'app_mention', user: 'U0ADA', text: '<@U0BOT> hi', ts: '1700000000.000200', channel: 'C0GEN' }));
+    const res = await postEvent(
+      s.baseUrl,
+      eventCallback({ type: 'app_mention', user: 'U0ADA', text: '<@U0BOT> hi', ts: '1700000000.000200', channel: 'C0GEN' }),
+    );
     expect(res.status).toBe(500);
   });
 });
@@ -81,7 +120,13 @@ describe('slack Socket Mode: an envelope no listener acknowledges is acked empty
   const log = createLogger('silent');
   function feed(receiver: DeferredAckSocketReceiver, body: unknown, acks: unknown[]): void {
     const client = (receiver as unknown as { inner: { client: { emit(name: string, args: unknown): void } } }).inner.client;
-    client.emit('slack_event', { ack: async (payload: unknown) => void acks.push(payload ?? 'empty ack'), envelope_id: 'e1', type: 'interactive', body, retry_num: 0 });
+    client.emit('slack_event', {
+      ack: async (payload: unknown) => void acks.push(payload ?? 'empty ack'),
+      envelope_id: 'e1',
+      type: 'interactive',
+      body,
+      retry_num: 0,
+    });
   }
 
   it('acks once the listeners are done without one of them acking', async () => {

@@ -37,12 +37,16 @@ describe('telegram: approval cards with an inline keyboard (grammY callback quer
   const buttons = new Map<BotMessage, string[]>();
   /** A press of the card's button as it was shown (a late press on a decided card carries the same data). */
   const press = (who: typeof ADA, card: BotMessage, decision: 'y' | 'n') => {
-    if (!buttons.has(card)) buttons.set(card, card.keyboard![0]!.map((b) => b.callback_data!));
+    if (!buttons.has(card))
+      buttons.set(
+        card,
+        card.keyboard![0]!.map((b) => b.callback_data!),
+      );
     return h.tg.pressButton(who, card, buttons.get(card)![decision === 'y' ? 0 : 1]!);
   };
   const answerOf = (query: string) => waitFor('the button answer', () => h.tg.callbackAnswers.get(query), 10_000);
 
-  it('approve: the card shows the exact call; a stranger is refused privately; the requester\'s press runs it once and the card shows who decided', async () => {
+  it("approve: the card shows the exact call; a stranger is refused privately; the requester's press runs it once and the card shows who decided", async () => {
     const chat = ADA.id;
     const log = await workspace(chat);
     h.dm(chat, 'append a line');
@@ -51,13 +55,20 @@ describe('telegram: approval cards with an inline keyboard (grammY callback quer
     expect(card.text).toContain('"new_text": "line-1\\nEND"');
     expect(card.keyboard![0]!.map((b) => b.text)).toEqual(['Approve', 'Deny']);
 
-    expect(await answerOf(press({ ...BOB, id: 5151, username: "bob" }, card, 'y'))).toEqual({ text: 'Only the person who asked, or an approver, can decide this.' });
+    expect(await answerOf(press({ ...BOB, id: 5151, username: 'bob' }, card, 'y'))).toEqual({
+      text: 'Only the person who asked, or an approver, can decide this.',
+    });
     expect(await log()).toBe('END');
     expect(await answerOf(press({ ...ADA, id: chat }, card, 'y'))).toEqual({ text: 'Approved: the run goes on.' });
     await waitFor('the answer', () => h.answers(chat).find((c) => String(c.body.text).startsWith('result:')), 15_000);
 
     expect(await log()).toBe('line-1\nEND');
-    expect(h.answers(chat).filter((c) => String(c.body.text).startsWith('result:')).map((c) => c.body.text)).toEqual([expect.stringMatching(/^result: Edited log.txt/)]);
+    expect(
+      h
+        .answers(chat)
+        .filter((c) => String(c.body.text).startsWith('result:'))
+        .map((c) => c.body.text),
+    ).toEqual([expect.stringMatching(/^result: Edited log.txt/)]);
     expect(card.keyboard).toBeUndefined();
     expect(card.text).toMatch(/✅ Approved by @ada at \d\d:\d\d UTC/);
     expect(card.edits).toBe(1);

@@ -11,7 +11,7 @@ describe('classifyTelegramError: one mapping from Bot API errors to what to do n
   it.each([
     [tgError(429, 'Too Many Requests: retry after 7', { retry_after: 7 }), { kind: 'rate_limited', retryAfterMs: 7000 }],
     [tgError(400, 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same'), { kind: 'not_modified' }],
-    [tgError(400, "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"), { kind: 'bad_entities' }],
+    [tgError(400, 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0'), { kind: 'bad_entities' }],
     [tgError(400, 'Bad Request: message is too long'), { kind: 'too_long' }],
     [tgError(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: -100123 }), { kind: 'migrated', chatId: -100123 }],
     [tgError(400, 'Bad Request: message to edit not found'), { kind: 'gone' }],
@@ -45,35 +45,47 @@ describe('withTelegramRetries', () => {
 
     calls = 0;
     await expect(
-      withTelegramRetries(async () => {
-        calls += 1;
-        throw netError('ECONNRESET');
-      }, { idempotent: false }),
+      withTelegramRetries(
+        async () => {
+          calls += 1;
+          throw netError('ECONNRESET');
+        },
+        { idempotent: false },
+      ),
     ).rejects.toBeInstanceOf(HttpError);
     expect(calls).toBe(1);
 
     calls = 0;
-    await withTelegramRetries(async () => {
-      calls += 1;
-      if (calls < 2) throw tgError(502, 'Bad Gateway');
-    }, { idempotent: true });
+    await withTelegramRetries(
+      async () => {
+        calls += 1;
+        if (calls < 2) throw tgError(502, 'Bad Gateway');
+      },
+      { idempotent: true },
+    );
     expect(calls).toBe(2);
   });
 
   it('throws at once on a client error, and when retry_after is longer than the cap', async () => {
     let calls = 0;
     await expect(
-      withTelegramRetries(async () => {
-        calls += 1;
-        throw tgError(400, 'Bad Request: chat not found');
-      }, { idempotent: true }),
+      withTelegramRetries(
+        async () => {
+          calls += 1;
+          throw tgError(400, 'Bad Request: chat not found');
+        },
+        { idempotent: true },
+      ),
     ).rejects.toThrow('chat not found');
     expect(calls).toBe(1);
     const waits: number[] = [];
     await expect(
-      withTelegramRetries(async () => {
-        throw tgError(429, 'Too Many Requests: retry after 600', { retry_after: 600 });
-      }, { idempotent: true, maxWaitMs: 60_000, onWait: (_f, ms) => waits.push(ms) }),
+      withTelegramRetries(
+        async () => {
+          throw tgError(429, 'Too Many Requests: retry after 600', { retry_after: 600 });
+        },
+        { idempotent: true, maxWaitMs: 60_000, onWait: (_f, ms) => waits.push(ms) },
+      ),
     ).rejects.toThrow('retry after 600');
     expect(waits).toEqual([]);
   });

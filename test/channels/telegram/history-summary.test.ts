@@ -8,7 +8,8 @@ import { TelegramHarness } from './harness.js';
 const SUMMARISER = 'You keep the running summary';
 const fact = (n: number) => `fact ${String(n).padStart(2, '0')}: ${'the sky is a particular shade of blue '.repeat(4)}`;
 const isSummary = (r: RecordedRequest) => String((r.body.messages as ChatMessage[])[0]!.content).startsWith(SUMMARISER);
-const counter = (h: TelegramHarness, outcome: string) => h.stack.metrics.historySummaries.get().then((m) => m.values.find((v) => v.labels.outcome === outcome)?.value ?? 0);
+const counter = (h: TelegramHarness, outcome: string) =>
+  h.stack.metrics.historySummaries.get().then((m) => m.values.find((v) => v.labels.outcome === outcome)?.value ?? 0);
 
 describe('telegram: a long conversation is summarised past AGENT_HISTORY_TOKENS, nothing lost in Redis', () => {
   let h: TelegramHarness;
@@ -60,8 +61,13 @@ describe('telegram: a long conversation is summarised past AGENT_HISTORY_TOKENS,
     expect(messages[0]!.role).toBe('system');
     expect(String(messages[0]!.content)).not.toContain(stored.text);
     expect(messages[1]!.role).toBe('user');
-    expect(String(messages[1]!.content)).toContain(`<untrusted-data kind="a summary of earlier turns">\nEarlier in this conversation: your summary of the ${stored.covers} earliest turns, which are no longer shown:\n${stored.text}\n</untrusted-data>`);
-    const shown = messages.slice(2).filter((m) => m.role === 'user').map((m) => Number(String(m.content).slice(5, 7)));
+    expect(String(messages[1]!.content)).toContain(
+      `<untrusted-data kind="a summary of earlier turns">\nEarlier in this conversation: your summary of the ${stored.covers} earliest turns, which are no longer shown:\n${stored.text}\n</untrusted-data>`,
+    );
+    const shown = messages
+      .slice(2)
+      .filter((m) => m.role === 'user')
+      .map((m) => Number(String(m.content).slice(5, 7)));
     const current = shown.at(-1)!;
     expect(shown).toEqual(Array.from({ length: current - stored.covers }, (_, i) => stored.covers + 1 + i));
 

@@ -10,7 +10,13 @@ const DM = { id: 42, type: 'private' as const, first_name: 'Ada' };
 const GROUP = { id: -1001234, type: 'supergroup' as const, title: 'Team' };
 
 let ids = 0;
-const opts = (extra: Partial<NormaliseOptions> = {}): NormaliseOptions => ({ me: ME, maxBytes: 20_000_000, now: 1_700_000_000_000, newId: () => `id-${++ids}`, ...extra });
+const opts = (extra: Partial<NormaliseOptions> = {}): NormaliseOptions => ({
+  me: ME,
+  maxBytes: 20_000_000,
+  now: 1_700_000_000_000,
+  newId: () => `id-${++ids}`,
+  ...extra,
+});
 
 function msg(fields: Record<string, unknown>): Message {
   return { message_id: 7, date: 1_700_000_000, chat: DM, from: ADA, ...fields } as unknown as Message;
@@ -66,12 +72,22 @@ describe('telegram inbound: which messages reach the bot', () => {
 
   it('a text_mention of the bot (a user without a username picked it) triggers and is cut', () => {
     const text = 'Switchboard please read a.txt';
-    const n = normaliseMessage(msg({ chat: GROUP, text, entities: [{ type: 'text_mention', offset: 0, length: 11, user: { id: 500, is_bot: true, first_name: 'Switchboard' } }] }), opts());
+    const n = normaliseMessage(
+      msg({ chat: GROUP, text, entities: [{ type: 'text_mention', offset: 0, length: 11, user: { id: 500, is_bot: true, first_name: 'Switchboard' } }] }),
+      opts(),
+    );
     expect(n.kind === 'message' && [n.trigger, n.message.text]).toEqual(['mention', 'please read a.txt']);
   });
 
   it('a reply to one of the bot’s messages triggers; a reply to someone else does not', () => {
-    const toBot = normaliseMessage(msg({ chat: GROUP, text: 'and the second one?', reply_to_message: { message_id: 3, from: { id: 500, is_bot: true, first_name: 'S' }, chat: GROUP, date: 1 } }), opts());
+    const toBot = normaliseMessage(
+      msg({
+        chat: GROUP,
+        text: 'and the second one?',
+        reply_to_message: { message_id: 3, from: { id: 500, is_bot: true, first_name: 'S' }, chat: GROUP, date: 1 },
+      }),
+      opts(),
+    );
     expect(toBot.kind === 'message' && toBot.trigger).toBe('reply');
     const toBob = normaliseMessage(msg({ chat: GROUP, text: 'agreed', reply_to_message: { message_id: 3, from: BOB, chat: GROUP, date: 1 } }), opts());
     expect(toBob.kind).toBe('ignore');
@@ -80,9 +96,15 @@ describe('telegram inbound: which messages reach the bot', () => {
   it('/ask and /ask@bot trigger with the command cut; /ask@otherbot is ignored', () => {
     const plain = normaliseMessage(msg({ chat: GROUP, text: '/ask what changed?', entities: [{ type: 'bot_command', offset: 0, length: 4 }] }), opts());
     expect(plain.kind === 'message' && [plain.trigger, plain.message.text]).toEqual(['command', 'what changed?']);
-    const addressed = normaliseMessage(msg({ chat: GROUP, text: '/ask@SwitchBot what changed?', entities: [{ type: 'bot_command', offset: 0, length: 14 }] }), opts());
+    const addressed = normaliseMessage(
+      msg({ chat: GROUP, text: '/ask@SwitchBot what changed?', entities: [{ type: 'bot_command', offset: 0, length: 14 }] }),
+      opts(),
+    );
     expect(addressed.kind === 'message' && addressed.message.text).toBe('what changed?');
-    const other = normaliseMessage(msg({ chat: GROUP, text: '/ask@OtherBot what changed?', entities: [{ type: 'bot_command', offset: 0, length: 13 }] }), opts());
+    const other = normaliseMessage(
+      msg({ chat: GROUP, text: '/ask@OtherBot what changed?', entities: [{ type: 'bot_command', offset: 0, length: 13 }] }),
+      opts(),
+    );
     expect(other).toEqual({ kind: 'ignore', reason: 'command for another bot' });
   });
 
@@ -105,23 +127,40 @@ describe('telegram inbound: which messages reach the bot', () => {
 
   it('forum topics are sessions of their own; the General topic and reply threads of plain groups are not', () => {
     const forum = { ...GROUP, is_forum: true };
-    const topic = normaliseMessage(msg({ chat: forum, text: '/ask hi', entities: [{ type: 'bot_command', offset: 0, length: 4 }], message_thread_id: 99, is_topic_message: true }), opts());
+    const topic = normaliseMessage(
+      msg({ chat: forum, text: '/ask hi', entities: [{ type: 'bot_command', offset: 0, length: 4 }], message_thread_id: 99, is_topic_message: true }),
+      opts(),
+    );
     expect(topic.kind === 'message' && sessionKeyOf(topic.message)).toBe('telegram:-1001234:99');
-    const replyThread = normaliseMessage(msg({ chat: GROUP, text: '/ask hi', entities: [{ type: 'bot_command', offset: 0, length: 4 }], message_thread_id: 5 }), opts());
+    const replyThread = normaliseMessage(
+      msg({ chat: GROUP, text: '/ask hi', entities: [{ type: 'bot_command', offset: 0, length: 4 }], message_thread_id: 5 }),
+      opts(),
+    );
     expect(replyThread.kind === 'message' && sessionKeyOf(replyThread.message)).toBe('telegram:-1001234');
   });
 
   it('in a forum topic, the implicit reply to the topic’s first message does not count as a reply to the bot', () => {
     const forum = { ...GROUP, is_forum: true };
-    const root = { message_id: 99, from: { id: 500, is_bot: true, first_name: 'S' }, chat: forum, date: 1, forum_topic_created: { name: 'bot topic', icon_color: 1 } };
+    const root = {
+      message_id: 99,
+      from: { id: 500, is_bot: true, first_name: 'S' },
+      chat: forum,
+      date: 1,
+      forum_topic_created: { name: 'bot topic', icon_color: 1 },
+    };
     const n = normaliseMessage(msg({ chat: forum, text: 'chatting', message_thread_id: 99, is_topic_message: true, reply_to_message: root }), opts());
     expect(n.kind).toBe('ignore');
   });
 
   it('ignores the bot’s own messages, other bots, automatic forwards and messages without a sender', () => {
     expect(normaliseMessage(msg({ from: { id: 500, is_bot: true, first_name: 'S' }, text: 'x' }), opts())).toEqual({ kind: 'ignore', reason: 'own message' });
-    expect(normaliseMessage(msg({ from: { id: 9, is_bot: true, first_name: 'Other' }, text: 'x' }), opts())).toEqual({ kind: 'ignore', reason: 'sent by a bot' });
-    expect(normaliseMessage(msg({ chat: GROUP, from: { id: 777000, is_bot: false, first_name: 'Telegram' }, is_automatic_forward: true, text: 'x' }), opts()).kind).toBe('ignore');
+    expect(normaliseMessage(msg({ from: { id: 9, is_bot: true, first_name: 'Other' }, text: 'x' }), opts())).toEqual({
+      kind: 'ignore',
+      reason: 'sent by a bot',
+    });
+    expect(
+      normaliseMessage(msg({ chat: GROUP, from: { id: 777000, is_bot: false, first_name: 'Telegram' }, is_automatic_forward: true, text: 'x' }), opts()).kind,
+    ).toBe('ignore');
     expect(normaliseMessage(msg({ from: undefined, text: 'x' }), opts()).kind).toBe('ignore');
   });
 
@@ -141,9 +180,17 @@ describe('telegram inbound: which messages reach the bot', () => {
       }),
       opts(),
     );
-    expect(n.kind === 'message' && n.message).toMatchObject({ text: 'what is this?', attachments: [{ name: 'report.pdf', ref: 'DOC1', size: 1234, mime: 'application/pdf' }] });
+    expect(n.kind === 'message' && n.message).toMatchObject({
+      text: 'what is this?',
+      attachments: [{ name: 'report.pdf', ref: 'DOC1', size: 1234, mime: 'application/pdf' }],
+    });
     const photo = normaliseMessage(
-      msg({ photo: [{ file_id: 'S', file_unique_id: 's', width: 90, height: 90, file_size: 10 }, { file_id: 'L', file_unique_id: 'l', width: 1280, height: 960, file_size: 200_000 }] }),
+      msg({
+        photo: [
+          { file_id: 'S', file_unique_id: 's', width: 90, height: 90, file_size: 10 },
+          { file_id: 'L', file_unique_id: 'l', width: 1280, height: 960, file_size: 200_000 },
+        ],
+      }),
       opts(),
     );
     expect(photo.kind === 'message' && photo.message.attachments).toEqual([{ name: 'photo-7.jpg', ref: 'L', size: 200_000, mime: 'image/jpeg' }]);
@@ -151,16 +198,24 @@ describe('telegram inbound: which messages reach the bot', () => {
 
   it('a group caption mention triggers through caption_entities', () => {
     const caption = '@SwitchBot summarise';
-    const n = normaliseMessage(msg({ chat: GROUP, caption, caption_entities: [mention(caption)], document: { file_id: 'D', file_unique_id: 'd', file_name: 'a.txt', file_size: 5 } }), opts());
+    const n = normaliseMessage(
+      msg({ chat: GROUP, caption, caption_entities: [mention(caption)], document: { file_id: 'D', file_unique_id: 'd', file_name: 'a.txt', file_size: 5 } }),
+      opts(),
+    );
     expect(n.kind === 'message' && [n.trigger, n.message.text, n.message.attachments.length]).toEqual(['mention', 'summarise', 1]);
   });
 
   it('a file over the cap is refused politely, naming it and the limit', () => {
-    const n = normaliseMessage(msg({ caption: 'read this', document: { file_id: 'BIG', file_unique_id: 'b', file_name: 'dump.zip', file_size: 25_000_000 } }), opts({ maxBytes: 20_000_000 }));
+    const n = normaliseMessage(
+      msg({ caption: 'read this', document: { file_id: 'BIG', file_unique_id: 'b', file_name: 'dump.zip', file_size: 25_000_000 } }),
+      opts({ maxBytes: 20_000_000 }),
+    );
     expect(n.kind).toBe('refuse');
     if (n.kind !== 'refuse') return;
     expect(n.reason).toBe('too_large');
-    expect(n.reply).toBe("Sorry, I can't take dump.zip (25 MB): files over 20 MB are too large for me. Please send a smaller file, or paste the part you need.");
+    expect(n.reply).toBe(
+      "Sorry, I can't take dump.zip (25 MB): files over 20 MB are too large for me. Please send a smaller file, or paste the part you need.",
+    );
   });
 
   it('a DM with nothing readable (a sticker) is ignored', () => {

@@ -81,7 +81,12 @@ describe('telegram outbound against a fake Bot API', () => {
   });
 
   it('falls back to plain text when Telegram refuses the entities, posting the piece once', async () => {
-    fake.fault({ method: 'sendMessage', when: (b) => b.parse_mode === 'HTML', status: 400, description: 'Bad Request: can\'t parse entities: Unsupported start tag "foo" at byte offset 3' });
+    fake.fault({
+      method: 'sendMessage',
+      when: (b) => b.parse_mode === 'HTML',
+      status: 400,
+      description: 'Bad Request: can\'t parse entities: Unsupported start tag "foo" at byte offset 3',
+    });
     const ids = await out.post(to(), 'Use **bold** and `code`.', 'answer');
     const sends = fake.callsOf('sendMessage');
     expect(sends.map((c) => [c.body.parse_mode, c.error])).toEqual([
@@ -194,7 +199,15 @@ describe('telegram outbound against a fake Bot API', () => {
 
 /** A file as the send_file tool hands it over (the bytes come from `read`, as from the workspace). */
 function outgoing(name: string, bytes: Uint8Array, caption?: string): OutgoingFile {
-  return { name, path: name, absolutePath: `/workspace/${name}`, size: bytes.byteLength, mime: lookup(name) || 'application/octet-stream', ...(caption !== undefined && { caption }), read: async () => bytes };
+  return {
+    name,
+    path: name,
+    absolutePath: `/workspace/${name}`,
+    size: bytes.byteLength,
+    mime: lookup(name) || 'application/octet-stream',
+    ...(caption !== undefined && { caption }),
+    read: async () => bytes,
+  };
 }
 
 /** A real PNG of width × height grey pixels. */
@@ -212,7 +225,14 @@ function png(width: number, height: number): Uint8Array {
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
   const rows = Buffer.concat(Array.from({ length: height }, () => Buffer.from([0, ...Array.from({ length: width }, () => [128, 128, 128]).flat()])));
-  return new Uint8Array(Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]));
+  return new Uint8Array(
+    Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      chunk('IHDR', header),
+      chunk('IDAT', deflateSync(rows)),
+      chunk('IEND', Buffer.alloc(0)),
+    ]),
+  );
 }
 
 describe('telegram outbound: send_file uploads (multipart, real grammY against the fake)', () => {
@@ -232,7 +252,12 @@ describe('telegram outbound: send_file uploads (multipart, real grammY against t
     const id = await out.upload(to({ thread: '99' }), outgoing('report.csv', bytes, 'Q3 <numbers> & **notes**'), signal);
 
     const [call] = fake.callsOf('sendDocument');
-    expect(call!.body).toMatchObject({ chat_id: GROUP_ID, message_thread_id: 99, reply_parameters: { message_id: 5, allow_sending_without_reply: true }, caption: 'Q3 <numbers> & **notes**' });
+    expect(call!.body).toMatchObject({
+      chat_id: GROUP_ID,
+      message_thread_id: 99,
+      reply_parameters: { message_id: 5, allow_sending_without_reply: true },
+      caption: 'Q3 <numbers> & **notes**',
+    });
     expect(call!.body.parse_mode).toBeUndefined();
     const [message] = fake.sent;
     expect(id).toBe(String(message!.messageId));

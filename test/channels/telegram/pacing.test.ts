@@ -5,7 +5,9 @@ import { waitFor } from '../../helpers/processes.js';
 import { TelegramHarness } from './harness.js';
 
 /** Three messages' worth: the stream posts more than one message and the final text edits and posts pieces. */
-const LONG_ANSWER = Array.from({ length: 90 }, (_, i) => `Paragraph ${i + 1}: a long streamed answer that needs more than one Telegram message to show.`).join('\n\n');
+const LONG_ANSWER = Array.from({ length: 90 }, (_, i) => `Paragraph ${i + 1}: a long streamed answer that needs more than one Telegram message to show.`).join(
+  '\n\n',
+);
 /** The fake's clock and the worker's are one Date.now(); a few ms cover the request's way in. */
 const TOLERANCE_MS = 15;
 /** Every call that writes a message to the chat. */
@@ -21,7 +23,13 @@ describe('telegram: every send and edit to one chat, final ones included, waits 
   });
 
   const ended = (chat: number, ms: number) =>
-    waitFor('the run to end', async () => (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null && (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0, ms);
+    waitFor(
+      'the run to end',
+      async () =>
+        (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null &&
+        (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0,
+      ms,
+    );
 
   const smallestGap = (chat: number): { gap: number; between: string } => {
     const calls = h.callsFor(chat).filter((c) => WRITES.has(c.method));
@@ -33,7 +41,9 @@ describe('telegram: every send and edit to one chat, final ones included, waits 
     return best;
   };
 
-  it('a private chat: status, a streamed answer of several messages and its final pieces are all ≥ the private-chat gap apart', { timeout: 90_000 }, async () => {
+  it('a private chat: status, a streamed answer of several messages and its final pieces are all ≥ the private-chat gap apart', {
+    timeout: 90_000,
+  }, async () => {
     const chat = 4190;
     // Narration steps close together (status posted, then edited), then an answer streamed over several messages.
     h.stack.fake.script([
@@ -52,7 +62,9 @@ describe('telegram: every send and edit to one chat, final ones included, waits 
     const status = writes.find((c) => c.method === 'sendMessage' && c.body.disable_notification === true);
     expect(status).toBeDefined();
     const smallest = smallestGap(chat);
-    console.log(`smallest gap between writes to chat ${chat}: ${smallest.gap} ms, ${smallest.between}; ${writes.map((c) => `${c.method}${c.body.disable_notification === true ? '(status)' : ''}@${c.at - writes[0]!.at}`).join(' ')}`);
+    console.log(
+      `smallest gap between writes to chat ${chat}: ${smallest.gap} ms, ${smallest.between}; ${writes.map((c) => `${c.method}${c.body.disable_notification === true ? '(status)' : ''}@${c.at - writes[0]!.at}`).join(' ')}`,
+    );
     expect(smallest.gap, smallest.between).toBeGreaterThanOrEqual(PRIVATE_CHAT_GAP_MS - TOLERANCE_MS);
   });
 });

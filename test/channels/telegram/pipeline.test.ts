@@ -69,12 +69,19 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
     const mention = h.group(chat, text, { entities: [{ type: 'mention', offset: 0, length: BOT_USERNAME.length + 1 }] });
     await waitFor('the mention answered', () => h.answers(chat).length === 1);
     const botMessage = h.tg.sent.find((m) => m.chatId === chat && m.text === 'ack: what is the plan?')!;
-    const reply = h.group(chat, 'and after that?', { reply_to_message: { message_id: botMessage.messageId, from: BOT_FROM, chat: { id: chat, type: 'supergroup' }, date: 1, text: botMessage.text } });
+    const reply = h.group(chat, 'and after that?', {
+      reply_to_message: { message_id: botMessage.messageId, from: BOT_FROM, chat: { id: chat, type: 'supergroup' }, date: 1, text: botMessage.text },
+    });
     await waitFor('the reply answered', () => h.answers(chat).length === 2);
     const ask = h.group(chat, `/ask@${BOT_USERNAME} summarise`, { entities: [{ type: 'bot_command', offset: 0, length: 5 + BOT_USERNAME.length }] });
     await waitFor('the /ask answered', () => h.answers(chat).length === 3);
 
-    expect(h.userTexts().slice(before).map((turn) => turn.at(-1))).toEqual(['what is the plan?', 'and after that?', 'summarise']);
+    expect(
+      h
+        .userTexts()
+        .slice(before)
+        .map((turn) => turn.at(-1)),
+    ).toEqual(['what is the plan?', 'and after that?', 'summarise']);
     const answers = h.answers(chat);
     expect(answers.map((a) => a.body.text)).toEqual(['ack: what is the plan?', 'ack: and after that?', 'ack: summarise']);
     expect(answers.map((a) => a.body.reply_parameters?.message_id)).toEqual([mention.messageId, reply.messageId, ask.messageId]);
@@ -136,7 +143,12 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
 
   it('an answer whose entities Telegram rejects arrives as plain text, once', async () => {
     const chat = 1005;
-    h.tg.fault({ method: 'sendMessage', when: (b) => b.chat_id === chat && b.parse_mode === 'HTML', status: 400, description: "Bad Request: can't parse entities: Can't find end tag corresponding to start tag \"b\"" });
+    h.tg.fault({
+      method: 'sendMessage',
+      when: (b) => b.chat_id === chat && b.parse_mode === 'HTML',
+      status: 400,
+      description: 'Bad Request: can\'t parse entities: Can\'t find end tag corresponding to start tag "b"',
+    });
     h.stack.fake.script([{ content: 'Here is **the** answer.' }]);
     h.dm(chat, 'format me');
     await waitFor('the plain answer', () => h.answers(chat).length === 1);
@@ -146,7 +158,13 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
 
   it('429 on editMessageText delays the edits, and the final reply still arrives exactly once', async () => {
     const chat = 1006;
-    h.tg.fault({ method: 'editMessageText', when: (b) => b.chat_id === chat, status: 429, description: 'Too Many Requests: retry after 2', parameters: { retry_after: 2 } });
+    h.tg.fault({
+      method: 'editMessageText',
+      when: (b) => b.chat_id === chat,
+      status: 429,
+      description: 'Too Many Requests: retry after 2',
+      parameters: { retry_after: 2 },
+    });
     h.stack.fake.script([
       { content: 'Step one.', toolCalls: [{ name: 'list_files', arguments: '{"path":"."}' }] },
       { content: 'Step two.', toolCalls: [{ name: 'list_files', arguments: '{"path":"."}' }], delayMs: 1200 },
@@ -175,7 +193,12 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
     await waitFor('the redelivery polled', () => h.tg.callsOf('getUpdates').some((c) => (c.answeredAt ?? 0) > h.answers(chat)[0]!.at));
     await sleep(500);
     expect(h.answers(chat)).toHaveLength(1);
-    expect(h.userTexts().slice(before).filter((t) => t.at(-1) === 'only once please')).toHaveLength(1);
+    expect(
+      h
+        .userTexts()
+        .slice(before)
+        .filter((t) => t.at(-1) === 'only once please'),
+    ).toHaveLength(1);
   });
 
   it('an edited message does not start a second run', async () => {
@@ -197,7 +220,12 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
     await waitFor('the model call', () => h.stack.fake.requests.length > before);
     h.dm(chat, '/stop', { entities: [{ type: 'bot_command', offset: 0, length: 5 }] });
     await waitFor('the stop reply and the honest line', () => h.answers(chat).length === 2, 20_000);
-    expect(h.answers(chat).map((a) => a.body.text).sort()).toEqual(['Stopped.', 'Stopping the current run…']);
+    expect(
+      h
+        .answers(chat)
+        .map((a) => a.body.text)
+        .sort(),
+    ).toEqual(['Stopped.', 'Stopping the current run…']);
     // The job is marked failed just after the honest line is delivered.
     await waitFor('the cancelled job', async () => (await h.stack.queue.getJobs(['failed'])).find((j) => j.data.session === `telegram:${chat}`));
     const [job] = (await h.stack.queue.getJobs(['failed'])).filter((j) => j.data.session === `telegram:${chat}`);
@@ -228,9 +256,16 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
   it('a document is saved into the session’s workspace and named in the message the model sees', async () => {
     const chat = 1011;
     h.tg.addFile({ fileId: 'NOTES', bytes: new TextEncoder().encode('- buy milk\n- call Ana\n') });
-    h.dm(chat, '', { text: undefined, caption: 'what is in this?', document: { file_id: 'NOTES', file_unique_id: 'n1', file_name: 'notes.txt', mime_type: 'text/plain', file_size: 22 } });
+    h.dm(chat, '', {
+      text: undefined,
+      caption: 'what is in this?',
+      document: { file_id: 'NOTES', file_unique_id: 'n1', file_name: 'notes.txt', mime_type: 'text/plain', file_size: 22 },
+    });
     await waitFor('answer', () => h.answers(chat).length === 1);
-    const seen = h.userTexts().flat().find((t) => t.startsWith('what is in this?'))!;
+    const seen = h
+      .userTexts()
+      .flat()
+      .find((t) => t.startsWith('what is in this?'))!;
     expect(seen).toContain('[Attached files, in the workspace:]\n- uploads/notes.txt (22 B)');
     const saved = await readFile(join(h.stack.workspaceRoot, workspaceFolderName(`telegram:${chat}`), 'uploads', 'notes.txt'), 'utf8');
     expect(saved).toBe('- buy milk\n- call Ana\n');
@@ -241,7 +276,9 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
     const before = h.stack.fake.requests.length;
     h.dm(chat, '', { text: undefined, caption: 'read this', document: { file_id: 'BIG', file_unique_id: 'b1', file_name: 'dump.zip', file_size: 25_000_000 } });
     await waitFor('the refusal', () => h.answers(chat).length === 1);
-    expect(h.answers(chat)[0]!.body.text).toBe("Sorry, I can't take dump.zip (25 MB): files over 20 MB are too large for me. Please send a smaller file, or paste the part you need.");
+    expect(h.answers(chat)[0]!.body.text).toBe(
+      "Sorry, I can't take dump.zip (25 MB): files over 20 MB are too large for me. Please send a smaller file, or paste the part you need.",
+    );
     await sleep(300);
     expect(h.stack.fake.requests.length).toBe(before);
     expect(h.tg.callsOf('getFile').some((c) => c.body.file_id === 'BIG')).toBe(false);

@@ -9,7 +9,10 @@ import { PairingStore } from '../../../src/access/pairing-store.js';
 
 const messagesOf = (req: RecordedRequest) => req.body.messages as ChatMessage[];
 const lastUser = (req: RecordedRequest) => String([...messagesOf(req)].reverse().find((m) => m.role === 'user')?.content ?? '');
-const toolResults = (req: RecordedRequest) => messagesOf(req).filter((m) => m.role === 'tool').map((m) => String(m.content));
+const toolResults = (req: RecordedRequest) =>
+  messagesOf(req)
+    .filter((m) => m.role === 'tool')
+    .map((m) => String(m.content));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -60,7 +63,9 @@ describe('telegram: schedules made in a DM fire and answer in that DM', () => {
     expect(messagesOf(firingRequest).some((m) => m.role === 'user' && String(m.content).startsWith('schedule:'))).toBe(true);
     await sleep(2_500);
     expect(answerTexts(chat)).toHaveLength(2);
-    expect(await h.stack.metrics.registry.getSingleMetricAsString('switchboard_schedule_firings_total')).toContain('switchboard_schedule_firings_total{outcome="completed"} 1');
+    expect(await h.stack.metrics.registry.getSingleMetricAsString('switchboard_schedule_firings_total')).toContain(
+      'switchboard_schedule_firings_total{outcome="completed"} 1',
+    );
     // The run is marked scheduled in its job and record; the one-off left the list once fired.
     const jobs = await h.stack.queue.getJobs(['completed']);
     const job = jobs.find((j) => j.name.startsWith(`scheduled ${id} · telegram ${chat}`));
@@ -105,7 +110,9 @@ describe('telegram: schedules made in a DM fire and answer in that DM', () => {
   }, 45_000);
 
   async function fetchRun(runId: string): Promise<string> {
-    const res = await fetch(`${h.stack.baseUrl}/admin/runs/${encodeURIComponent(runId)}`, { headers: { authorization: `Bearer ${h.stack.config.adminToken}` } });
+    const res = await fetch(`${h.stack.baseUrl}/admin/runs/${encodeURIComponent(runId)}`, {
+      headers: { authorization: `Bearer ${h.stack.config.adminToken}` },
+    });
     return res.text();
   }
 });
@@ -118,7 +125,9 @@ describe('telegram: SCHEDULE_TZ is the tool’s timezone when the model gives no
       const chat = 5201;
       h.dm(chat, `schedule:${JSON.stringify({ when: '30 8 * * *', prompt: 'morning' })}`);
       await waitFor('the schedule confirmed', () => h.answers(chat).length === 1, 20_000);
-      expect(String(h.answers(chat)[0]!.body.text)).toMatch(/Scheduled [a-z2-9]{6} "morning" \(cron "30 8 \* \* \*", Asia\/Tokyo\)\. Next firings: .*, 08:30 Asia\/Tokyo; /);
+      expect(String(h.answers(chat)[0]!.body.text)).toMatch(
+        /Scheduled [a-z2-9]{6} "morning" \(cron "30 8 \* \* \*", Asia\/Tokyo\)\. Next firings: .*, 08:30 Asia\/Tokyo; /,
+      );
       // The admin API shows it with its zone and next firing.
       const res = await fetch(`${h.stack.baseUrl}/admin/api/schedules`, { headers: { authorization: 'Bearer sched-admin-token-0123456789' } });
       const body = (await res.json()) as { schedules: { spec: { tz: string }; nextAt: string; owner: string }[] };
@@ -139,7 +148,11 @@ describe('telegram: a schedule whose maker lost access does not fire for them', 
       h.stack.fake.setHandler(scheduleModel);
       const chat = 5301;
       const store = new PairingStore(h.stack.redis, h.stack.config.queue.prefix);
-      await h.stack.redis.hset(`${h.stack.config.queue.prefix}:pairing:telegram:approved`, String(chat), JSON.stringify({ platform: 'telegram', userId: String(chat), approvedAt: Date.now(), by: 'test' }));
+      await h.stack.redis.hset(
+        `${h.stack.config.queue.prefix}:pairing:telegram:approved`,
+        String(chat),
+        JSON.stringify({ platform: 'telegram', userId: String(chat), approvedAt: Date.now(), by: 'test' }),
+      );
       const at = new Date(Date.now() + 3_000).toISOString();
       h.dm(chat, `schedule:${JSON.stringify({ when: at, timezone: 'UTC', prompt: 'secret report' })}`);
       await waitFor('the schedule confirmed', () => h.answers(chat).length === 1, 20_000);

@@ -35,7 +35,10 @@ describe('telegram: the send_file tool uploads a workspace file, through the rea
   });
 
   async function workspaceOf(conversation: number, thread?: string): Promise<string> {
-    const ws = join(h.stack.workspaceRoot, workspaceFolderName(sessionKeyOf({ platform: 'telegram', conversation: String(conversation), ...(thread !== undefined && { thread }) })));
+    const ws = join(
+      h.stack.workspaceRoot,
+      workspaceFolderName(sessionKeyOf({ platform: 'telegram', conversation: String(conversation), ...(thread !== undefined && { thread }) })),
+    );
     await mkdir(ws, { recursive: true });
     return ws;
   }
@@ -53,7 +56,11 @@ describe('telegram: the send_file tool uploads a workspace file, through the rea
     const before = h.stack.fake.requests.length;
 
     const text = `@${BOT_USERNAME} send report.txt`;
-    const request = h.group(chat, text, { entities: [{ type: 'mention', offset: 0, length: BOT_USERNAME.length + 1 }], message_thread_id: topic, is_topic_message: true });
+    const request = h.group(chat, text, {
+      entities: [{ type: 'mention', offset: 0, length: BOT_USERNAME.length + 1 }],
+      message_thread_id: topic,
+      is_topic_message: true,
+    });
     await waitFor('the answer', () => finalAnswers(chat).length === 1, 20_000);
 
     const offered = (h.stack.fake.requests[before]!.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
@@ -73,7 +80,7 @@ describe('telegram: the send_file tool uploads a workspace file, through the rea
     expect(finalAnswers(chat)).toHaveLength(1);
   }, 30_000);
 
-  it('a file over Telegram\'s 50 MB: nothing is uploaded, the model reads an error naming the limit, the answer still arrives once', async () => {
+  it("a file over Telegram's 50 MB: nothing is uploaded, the model reads an error naming the limit, the answer still arrives once", async () => {
     const chat = 3002;
     const big = await open(join(await workspaceOf(chat), 'big.bin'), 'w');
     await big.truncate(UPLOAD_MAX_BYTES + 1); // sparse: no bytes are written

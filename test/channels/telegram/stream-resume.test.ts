@@ -12,7 +12,18 @@ import { waitFor } from '../../helpers/processes.js';
 
 const TEXT = 'A streamed answer that is long enough to be shown while it is written, in more than one write. '.repeat(3);
 
-const to = (chat: number): InboundMessage => ({ v: 1, id: `m${chat}`, platform: 'telegram', conversation: String(chat), sender: { id: String(chat) }, text: 'q', attachments: [], eventId: `${chat}:1`, receivedAt: 0, replyTo: '1' });
+const to = (chat: number): InboundMessage => ({
+  v: 1,
+  id: `m${chat}`,
+  platform: 'telegram',
+  conversation: String(chat),
+  sender: { id: String(chat) },
+  text: 'q',
+  attachments: [],
+  eventId: `${chat}:1`,
+  receivedAt: 0,
+  replyTo: '1',
+});
 
 describe('a streamed answer across runs of one turn (the real Telegram outbound against the fake Bot API)', () => {
   let fake: FakeTelegram;
@@ -42,7 +53,15 @@ describe('a streamed answer across runs of one turn (the real Telegram outbound 
     await waitFor('the second run’s edit', () => fake.callsOf('editMessageText').some((c) => Number(c.body.chat_id) === chat), 5_000);
     await sleep(PRIVATE_CHAT_GAP_MS + 200);
     await second.stop();
-    const streamed = second.answer({ state: 'completed', steps: 1, modelCalls: 1, toolCalls: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, transcript: [], answer: TEXT.trim() });
+    const streamed = second.answer({
+      state: 'completed',
+      steps: 1,
+      modelCalls: 1,
+      toolCalls: 0,
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      transcript: [],
+      answer: TEXT.trim(),
+    });
     expect(streamed?.shown.ids).toEqual(journal[0]!.shown.ids);
 
     // The committed reply finishes those messages; delivered again with the same ledger (a crash mid-delivery), nothing more is posted.

@@ -6,7 +6,9 @@ import { waitFor } from '../../helpers/processes.js';
 import { TelegramHarness } from './harness.js';
 import { BOT_USERNAME } from '../../fakes/telegram-server.js';
 
-const ANSWER = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: the streamed answer grows while the model writes it, one piece at a time.`).join('\n\n');
+const ANSWER = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}: the streamed answer grows while the model writes it, one piece at a time.`).join(
+  '\n\n',
+);
 
 describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is written, by edits of one message on the chat budget', () => {
   let h: TelegramHarness;
@@ -19,9 +21,22 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
 
   /** The run committed and its reply was delivered (the outbox is settled). */
   const ended = (chat: number, ms: number) =>
-    waitFor('the run to end', async () => (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null && (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0, ms);
+    waitFor(
+      'the run to end',
+      async () =>
+        (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null &&
+        (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0,
+      ms,
+    );
   const streamed = (chat: number) => h.tg.sent.filter((m) => m.chatId === chat && !m.silent);
-  const writes = (chat: number) => h.callsFor(chat).filter((c) => (c.method === 'sendMessage' && c.body.disable_notification !== true) || (c.method === 'editMessageText' && c.body.text !== undefined && !String(c.body.text).startsWith('•')));
+  const writes = (chat: number) =>
+    h
+      .callsFor(chat)
+      .filter(
+        (c) =>
+          (c.method === 'sendMessage' && c.body.disable_notification !== true) ||
+          (c.method === 'editMessageText' && c.body.text !== undefined && !String(c.body.text).startsWith('•')),
+      );
 
   it('a private chat: growing edits of one message ≥ 1.1 s apart, the last one the exact formatted answer, shown once', async () => {
     const chat = 4101;
@@ -39,7 +54,7 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
     expect(answer!.edits).toBeGreaterThanOrEqual(3);
 
     const calls = h.callsFor(chat).filter((c) => c.method === 'sendMessage' || c.method === 'editMessageText');
-    const onAnswer = calls.filter((c) => c.method === 'sendMessage' ? c.body.disable_notification !== true : Number(c.body.message_id) === answer!.messageId);
+    const onAnswer = calls.filter((c) => (c.method === 'sendMessage' ? c.body.disable_notification !== true : Number(c.body.message_id) === answer!.messageId));
     // The stream grows: each write shows more of the answer than the one before, with the mark until the last.
     const texts = onAnswer.map((c) => String(c.body.text));
     for (let i = 1; i < texts.length - 1; i++) expect(texts[i]!.length).toBeGreaterThan(texts[i - 1]!.length);
@@ -52,7 +67,9 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
   it('a group: the same, ≥ 3.1 s apart, as a reply to the request', { timeout: 60_000 }, async () => {
     const chat = -1004102;
     h.stack.fake.script([{ content: ANSWER, chunks: 6, chunkDelayMs: 1_000 }]);
-    const { messageId } = h.group(chat, `@${BOT_USERNAME} write a long answer`, { entities: [{ type: 'mention', offset: 0, length: BOT_USERNAME.length + 1 }] });
+    const { messageId } = h.group(chat, `@${BOT_USERNAME} write a long answer`, {
+      entities: [{ type: 'mention', offset: 0, length: BOT_USERNAME.length + 1 }],
+    });
     await ended(chat, 40_000);
     await sleep(200);
     const messages = streamed(chat);
@@ -60,14 +77,23 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
     expect(messages[0]!.text).toBe(ANSWER);
     expect(messages[0]!.replyTo).toBe(messageId);
     expect(messages[0]!.edits).toBeGreaterThanOrEqual(1);
-    const at = h.callsFor(chat).filter((c) => c.method === 'sendMessage' || c.method === 'editMessageText').map((c) => c.at);
+    const at = h
+      .callsFor(chat)
+      .filter((c) => c.method === 'sendMessage' || c.method === 'editMessageText')
+      .map((c) => c.at);
     for (let i = 1; i < at.length; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(GROUP_CHAT_GAP_MS - 15);
   });
 
   it('a 429 mid-stream is waited out (retry_after honoured); the final text is still exact and shown once', async () => {
     const chat = 4103;
     let armed = true;
-    h.tg.fault({ method: 'editMessageText', when: (b) => b.chat_id === chat && armed && ((armed = false), true), status: 429, description: 'Too Many Requests: retry after 3', parameters: { retry_after: 3 } });
+    h.tg.fault({
+      method: 'editMessageText',
+      when: (b) => b.chat_id === chat && armed && ((armed = false), true),
+      status: 429,
+      description: 'Too Many Requests: retry after 3',
+      parameters: { retry_after: 3 },
+    });
     h.stack.fake.script([{ content: ANSWER, chunks: 8, chunkDelayMs: 500 }]);
     h.dm(chat, 'long answer please');
     await ended(chat, 40_000);
@@ -82,11 +108,7 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
 
   it('a run that fails after text was streamed keeps that text, marked incomplete, with the honest line', async () => {
     const chat = 4104;
-    h.stack.fake.script([
-      { content: ANSWER, chunks: 10, chunkDelayMs: 400, breakAfterChunks: 2 },
-      { status: 500 },
-      { status: 500 },
-    ]);
+    h.stack.fake.script([{ content: ANSWER, chunks: 10, chunkDelayMs: 400, breakAfterChunks: 2 }, { status: 500 }, { status: 500 }]);
     h.dm(chat, 'long answer please, failing');
     await ended(chat, 60_000);
     await sleep(200);
@@ -123,7 +145,13 @@ describe('telegram with TELEGRAM_DRAFTS=1: a private chat streams the answer as 
     const chat = 4201;
     h.stack.fake.script([{ content: `**Summary**\n\n${ANSWER}`, chunks: 6, chunkDelayMs: 500 }]);
     h.dm(chat, 'write a long answer');
-    await waitFor('the run to end', async () => (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null && (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0, 30_000);
+    await waitFor(
+      'the run to end',
+      async () =>
+        (await h.stack.redis.get(h.stack.keys.last(`telegram:${chat}`))) !== null &&
+        (await h.stack.redis.exists(h.stack.keys.outbox(`telegram:${chat}`))) === 0,
+      30_000,
+    );
     const drafts = h.tg.drafts.filter((d) => d.chatId === chat);
     expect(drafts.length).toBeGreaterThanOrEqual(2);
     expect(new Set(drafts.map((d) => d.draftId)).size).toBe(1);

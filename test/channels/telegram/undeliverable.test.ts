@@ -21,7 +21,13 @@ describe('telegram: a reply Telegram refuses for good does not hold its session'
   it('is settled as undeliverable (run record, metric, a failed job never retried) and the next message is answered', async () => {
     const chat = 3001;
     // Every attempt to post the first answer is refused as a blocked bot would be.
-    h.tg.fault({ method: 'sendMessage', when: (b) => String(b.text).includes('first'), status: 403, description: 'Forbidden: bot was blocked by the user', times: 100 });
+    h.tg.fault({
+      method: 'sendMessage',
+      when: (b) => String(b.text).includes('first'),
+      status: 403,
+      description: 'Forbidden: bot was blocked by the user',
+      times: 100,
+    });
     h.dm(chat, 'the first question');
     await waitFor('the first run to start', () => h.stack.fake.requests.length === 1, 10_000);
     h.dm(chat, 'the second question');
@@ -34,7 +40,10 @@ describe('telegram: a reply Telegram refuses for good does not hold its session'
     // Failed as unrecoverable: one attempt, not retried by BullMQ.
     expect(job!.attemptsMade).toBe(1);
     const record = await waitFor('its run record', () => h.stack.redis.get(`${h.stack.config.queue.prefix}:run:${job!.data.runId}`));
-    expect(JSON.parse(record!)).toMatchObject({ undeliverable: expect.stringMatching(/blocked/), journal: expect.arrayContaining([expect.objectContaining({ t: 'undeliverable' })]) });
+    expect(JSON.parse(record!)).toMatchObject({
+      undeliverable: expect.stringMatching(/blocked/),
+      journal: expect.arrayContaining([expect.objectContaining({ t: 'undeliverable' })]),
+    });
     expect(await h.stack.metrics.registry.getSingleMetricAsString('switchboard_undeliverable_replies_total')).toMatch(/platform="telegram"} 1/);
   }, 40_000);
 });

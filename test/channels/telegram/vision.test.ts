@@ -21,7 +21,11 @@ describe('telegram with MODEL_VISION=1: a photo reaches the model as an image pa
     const chat = 2101;
     h.tg.addFile({ fileId: 'SHOT', bytes: PNG_1X1 });
     const first = h.stack.fake.requests.length;
-    h.dm(chat, '', { text: undefined, caption: 'what is in this picture?', photo: [{ file_id: 'SHOT', file_unique_id: 's1', width: 1, height: 1, file_size: PNG_1X1.length }] });
+    h.dm(chat, '', {
+      text: undefined,
+      caption: 'what is in this picture?',
+      photo: [{ file_id: 'SHOT', file_unique_id: 's1', width: 1, height: 1, file_size: PNG_1X1.length }],
+    });
     await waitFor('the answer', () => h.answers(chat).length === 1);
 
     const asked = h.stack.fake.requests[first]!.body.messages as ChatMessage[];
