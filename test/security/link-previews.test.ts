@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Api } from 'grammy';
 import type { Redis } from 'ioredis';
 import { parseEnv } from '../../src/config/load.js';
@@ -17,6 +17,9 @@ import { startFakeTelegram, TOKEN, type FakeTelegram, type RecordedCall } from '
 import { BOT_TOKEN, startFakeSlack, type Call, type FakeSlack } from '../fakes/slack-server.js';
 import { startFakeDiscord, type FakeDiscord, type RecordedRequest } from '../fakes/discord-server.js';
 import { dropPrefix, testRedis, uniquePrefix } from '../helpers/redis.js';
+
+// Every write waits for its conversation's turn on the pacer (about a second apart): these cases make dozens in a row.
+vi.setConfig({ testTimeout: 120_000 });
 
 /**
  * Security: a model steered by injected content can answer with a link that carries data in

@@ -1,8 +1,9 @@
 import type { types as SlackTypes } from '@slack/bolt';
-import type { ApprovalCard, ApprovalOutcome } from '../types.js';
+import type { ApprovalCard, ApprovalOutcome, InboundMessage } from '../types.js';
 import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { approvalAction } from './approval-data.js';
 import { escapePlain } from './format.js';
+import type { SlackWriter } from './writer.js';
 
 /** Slack refuses a section whose text is longer than this (`invalid_blocks`). */
 export const SECTION_TEXT_LIMIT = 3_000;
@@ -75,4 +76,22 @@ export function decidedMessage(card: ApprovalCard, outcome: ApprovalOutcome): { 
   const footer = footerText(card);
   const decision = escapePlain(decisionLine(outcome));
   return { text: `${subject}\n${footer}\n${decision}`, blocks: [section(subject), context(footer), section(decision)] };
+}
+
+/**
+ * The approval card, where the answer would go (the request's thread): the call in a code
+ * block, who asked, and Approve / Deny buttons the gateway's action listener decides. Not
+ * repeated when its response is lost (it may have been posted).
+ */
+export async function postCard(w: SlackWriter, to: InboundMessage, card: ApprovalCard): Promise<string> {
+  const { text, blocks } = cardMessage(card);
+  const ts = await w.postMessage(to, text, 'card', { blocks });
+  w.log.info({ channel: to.conversation, thread: to.thread, approval: card.id, ts }, 'approval card posted');
+  return ts;
+}
+
+/** The decided card: the same question and call, the decision instead of the buttons. */
+export async function settleCard(w: SlackWriter, to: InboundMessage, ts: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+  const { text, blocks } = decidedMessage(card, outcome);
+  await w.write(to.conversation, 'chat.update', () => w.client.chat.update({ channel: to.conversation, ts, text, blocks }), { idempotent: true });
 }

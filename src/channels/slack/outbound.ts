@@ -14,17 +14,17 @@ import type {
 } from '../types.js';
 import { memoryLedger, sendPieces, type PieceLedger, type WriteFailure } from '../kit/pieces.js';
 import { clip } from '../../lib/text.js';
-import { apiBase, createWebClient, slackCall, type CallOptions } from './api.js';
+import { apiBase, createWebClient } from './api.js';
 import { SlackWriter } from './writer.js';
 import { SlackRefused, slackWriteFailure } from './errors.js';
-import { cardMessage, decidedMessage } from './approval-card.js';
+import { postCard, settleCard } from './approval-card.js';
+import { SlackReactions } from './reactions.js';
 import { downloadSlackFile } from './download.js';
 import { slackLogger } from './logger.js';
 import { escapePlain, slackPieces, statusText } from './format.js';
-import { engagedThreadKey, isDirect, parseMessageKey } from './ids.js';
-import { SLACK_UPLOAD_MAX_BYTES, uploadArguments, uploadedFileId, uploadTransport } from './upload.js';
+import { engagedThreadKey, isDirect } from './ids.js';
+import { SLACK_UPLOAD_MAX_BYTES, uploadFile } from './upload.js';
 import { SlackStreams, STREAM_INTERVAL_MS } from './stream.js';
-import { previewsAllowed, type PreviewKind } from '../kit/link-previews.js';
 
 export interface SlackOutboundOptions {
   token: string;
@@ -38,9 +38,6 @@ export interface SlackOutboundOptions {
   /** Test seam: the clock the pacer reads. */
   now?: () => number;
 }
-
-/** Reactions on the user's message: received and working, then how the run ended. */
-export const REACTIONS = { working: 'eyes', completed: 'white_check_mark', failed: 'warning' } as const;
 
 /** How long a thread the bot answered in accepts follow-ups without a mention. */
 export const ENGAGED_TTL_SECONDS = 7 * 24 * 3600;
@@ -61,32 +58,31 @@ export class SlackOutbound implements OutboundAdapter {
   private readonly client: WebClient;
   private readonly sdkLog: SlackLogger;
   private readonly base: string;
-  /** Reaction changes of one message, in order (the add of "eyes" may still be in flight when the run ends). */
-  private readonly reactionChains = new Map<string, Promise<void>>();
-  private readonly acknowledged = new Set<string>();
+  private readonly reactions: SlackReactions;
   private readonly streams: SlackStreams;
   /** Every message write of this adapter waits for its conversation's turn here (reactions are no messages). */
   private readonly w: SlackWriter;
 
   constructor(private readonly options: SlackOutboundOptions) {
     this.base = apiBase(options.apiUrl);
-    this.w = new SlackWriter(options.now);
     this.sdkLog = slackLogger(options.log);
     this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
+    this.w = new SlackWriter(this.client, options.log, options.linkPreviews === true, options.now);
+    this.reactions = new SlackReactions(this.client, options.log);
     // Stream writes never wait: one try, and a 429 leaves the text for the next write.
     this.streams = new SlackStreams(
       this.client,
       this.w,
       options.log,
-      (to, text) => this.postOne(to, text, 'answer', { attempts: 1 }),
+      (to, text) => this.w.postMessage(to, text, 'answer', {}, { attempts: 1 }),
       options.linkPreviews === true,
     );
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
-    if (kind === 'status') return [await this.postOne(to, statusText(text), 'status')];
+    if (kind === 'status') return [await this.w.postMessage(to, statusText(text), 'status')];
     const pieces = answerPieces(to, text);
-    const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.postOne(to, piece, 'answer') });
+    const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.w.postMessage(to, piece, 'answer') });
     if (kind === 'answer') await this.markAnswered(to);
     this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
     return ids;
@@ -120,7 +116,7 @@ export class SlackOutbound implements OutboundAdapter {
       resendable: (i) => i < streamed.length,
       send: async (piece, i) => {
         const id = streamed[i];
-        if (id === undefined) return this.postOne(to, piece, 'answer');
+        if (id === undefined) return this.w.postMessage(to, piece, 'answer');
         await this.streams.replace(to, id, piece);
         return id;
       },
@@ -151,70 +147,21 @@ export class SlackOutbound implements OutboundAdapter {
   }
 
   /** The acknowledgement reaction on the user's message, added once. */
-  async typing(to: InboundMessage): Promise<void> {
-    if (to.replyTo === undefined) return;
-    const key = `${to.conversation}:${to.replyTo}`;
-    if (this.acknowledged.has(key)) return;
-    this.acknowledged.add(key);
-    await this.react(to.conversation, to.replyTo, 'add', REACTIONS.working);
+  typing(to: InboundMessage): Promise<void> {
+    return this.reactions.typing(to);
   }
 
   /** Turns "eyes" into a check or a warning on the answered message(s). Never throws: the reply is already out. */
-  async ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
-    const final = outcome.state === 'completed' ? REACTIONS.completed : REACTIONS.failed;
-    const others = new Set<string>();
-    for (const id of outcome.messageIds) {
-      const ref = parseMessageKey(id);
-      if (ref && ref.channel === to.conversation && ref.ts !== to.replyTo) others.add(ref.ts);
-    }
-    const swap = async (ts: string, hadWorking: boolean): Promise<void> => {
-      try {
-        // Another worker may have added "eyes" (a reply re-delivered after a crash): remove it whenever it may be there.
-        if (hadWorking) await this.react(to.conversation, ts, 'remove', REACTIONS.working);
-        await this.react(to.conversation, ts, 'add', final);
-      } catch (err) {
-        this.options.log.warn({ err, channel: to.conversation, ts }, 'could not set the end reaction');
-      }
-    };
-    const jobs = [...others].map((ts) => swap(ts, false));
-    if (to.replyTo !== undefined) {
-      this.acknowledged.delete(`${to.conversation}:${to.replyTo}`);
-      jobs.push(swap(to.replyTo, true));
-    }
-    await Promise.all(jobs);
+  ended(to: InboundMessage, outcome: DeliveredOutcome): Promise<void> {
+    return this.reactions.ended(to, outcome);
   }
 
-  /**
-   * The approval card, where the answer would go (the request's thread): the call in a code
-   * block, who asked, and Approve / Deny buttons the gateway's action listener decides. Not
-   * repeated when its response is lost (it may have been posted).
-   */
-  async approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
-    const { text, blocks } = cardMessage(card);
-    const res = await this.w.write(
-      to.conversation,
-      'chat.postMessage',
-      () =>
-        this.client.chat.postMessage({
-          channel: to.conversation,
-          text,
-          blocks,
-          ...this.unfurls('card'),
-          ...(to.thread !== undefined && { thread_ts: to.thread }),
-        }),
-      { idempotent: false },
-    );
-    if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
-    this.options.log.info({ channel: to.conversation, thread: to.thread, approval: card.id, ts: res.ts }, 'approval card posted');
-    return res.ts;
+  approvalCard(to: InboundMessage, card: ApprovalCard): Promise<string> {
+    return postCard(this.w, to, card);
   }
 
-  /** The decided card: the same question and call, the decision instead of the buttons. */
-  async approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
-    const { text, blocks } = decidedMessage(card, outcome);
-    await this.w.write(to.conversation, 'chat.update', () => this.client.chat.update({ channel: to.conversation, ts: messageId, text, blocks }), {
-      idempotent: true,
-    });
+  approvalDecided(to: InboundMessage, messageId: string, card: ApprovalCard, outcome: ApprovalOutcome): Promise<void> {
+    return settleCard(this.w, to, messageId, card, outcome);
   }
 
   /** A message only `user` sees, in `channel` (and in `thread`): the answer to a button click. */
@@ -231,22 +178,9 @@ export class SlackOutbound implements OutboundAdapter {
     return downloadSlackFile(attachment, this.options.token, this.base, maxBytes, signal);
   }
 
-  /**
-   * Shares a workspace file where the answer goes (files.uploadV2: get an upload URL, POST the
-   * bytes, complete the upload into the channel / thread). Each attempt uploads under a new file
-   * id and only a completed one is shared, so the whole upload is repeated after a 429 (nothing
-   * was shared); any other failure is thrown for classifyWriteError: a lost answer, above all
-   * from completeUploadExternal, is an unknown outcome and is never repeated.
-   */
-  async upload(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
-    const bytes = await file.read();
-    // A client per upload: its transport carries this call's abort signal and the size-dependent timeout.
-    const client = createWebClient(this.options.token, this.options.apiUrl, this.sdkLog, { fetch: uploadTransport(this.base, bytes.byteLength, signal) });
-    const args = uploadArguments(to, file, bytes);
-    const res = await this.w.write(to.conversation, 'files.uploadV2', () => client.files.uploadV2(args), { idempotent: false, signal });
-    const id = uploadedFileId(res) ?? '';
-    this.options.log.info({ channel: to.conversation, thread: to.thread, file: file.name, bytes: bytes.byteLength, id }, 'file uploaded');
-    return id;
+  /** A workspace file where the answer goes (see upload.ts). */
+  upload(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
+    return uploadFile(this.w, { token: this.options.token, apiUrl: this.options.apiUrl, base: this.base, sdkLog: this.sdkLog }, to, file, signal);
   }
 
   /** A streamed message the final answer does not need. Slack refusing its deletion for good does not fail the delivery: the answer is out. */
@@ -265,53 +199,6 @@ export class SlackOutbound implements OutboundAdapter {
     await this.options.redis
       .set(engagedThreadKey(this.options.prefix, to.conversation, to.thread), '1', 'EX', ENGAGED_TTL_SECONDS)
       .catch((err: unknown) => this.options.log.warn({ err }, 'could not mark the thread as answered'));
-  }
-
-  /**
-   * Every chat.postMessage takes its unfurl setting from here (see ../link-previews.ts). Slack
-   * decides unfurls when a message is posted: chat.update, chat.postEphemeral and the streaming
-   * methods (chat.startStream / appendStream / stopStream) take no unfurl arguments.
-   */
-  private unfurls(kind: PreviewKind): { unfurl_links?: false; unfurl_media?: false } {
-    return previewsAllowed(this.options.linkPreviews, kind) ? {} : { unfurl_links: false, unfurl_media: false };
-  }
-
-  private async postOne(to: InboundMessage, text: string, kind: PreviewKind, call: Partial<CallOptions> = {}): Promise<string> {
-    const res = await this.w.write(
-      to.conversation,
-      'chat.postMessage',
-      () =>
-        this.client.chat.postMessage({
-          channel: to.conversation,
-          text,
-          ...(to.thread !== undefined && { thread_ts: to.thread }),
-          ...this.unfurls(kind),
-        }),
-      { ...call, idempotent: false },
-    );
-    if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
-    return res.ts;
-  }
-
-  /** Adds or removes a reaction after the message's earlier reaction changes; "already done" counts as done. */
-  private react(channel: string, ts: string, op: 'add' | 'remove', name: string): Promise<void> {
-    const key = `${channel}:${ts}`;
-    const previous = this.reactionChains.get(key) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      try {
-        const args = { channel, timestamp: ts, name };
-        await slackCall(`reactions.${op}`, () => (op === 'add' ? this.client.reactions.add(args) : this.client.reactions.remove(args)), { idempotent: true });
-      } catch (err) {
-        if (err instanceof SlackRefused && (err.code === 'already_reacted' || err.code === 'no_reaction')) return;
-        throw err;
-      }
-    });
-    const settled = next.catch(() => undefined);
-    this.reactionChains.set(key, settled);
-    void settled.then(() => {
-      if (this.reactionChains.get(key) === settled) this.reactionChains.delete(key);
-    });
-    return next;
   }
 }
 

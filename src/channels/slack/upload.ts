@@ -1,6 +1,7 @@
-import type { FetchFunction, FilesUploadV2Arguments, WebAPICallResult } from '@slack/web-api';
+import type { FetchFunction, FilesUploadV2Arguments, Logger as SlackLogger, WebAPICallResult } from '@slack/web-api';
 import type { InboundMessage, OutgoingFile } from '../types.js';
-import { REQUEST_TIMEOUT_MS } from './api.js';
+import { createWebClient, REQUEST_TIMEOUT_MS } from './api.js';
+import type { SlackWriter } from './writer.js';
 import { mayReceiveToken } from './download.js';
 import { escapePlain } from './format.js';
 
@@ -57,4 +58,29 @@ export function uploadArguments(to: InboundMessage, file: OutgoingFile, bytes: U
 export function uploadedFileId(result: WebAPICallResult): string | undefined {
   const completions = (result as { files?: { files?: { id?: string }[] }[] }).files;
   return completions?.[0]?.files?.[0]?.id;
+}
+
+/** What an upload needs beyond the writer: a client of its own per upload (its transport carries the call's signal and timeout). */
+export interface UploadClient {
+  token: string;
+  apiUrl: string | undefined;
+  base: string;
+  sdkLog: SlackLogger;
+}
+
+/**
+ * Shares a workspace file where the answer goes (files.uploadV2: get an upload URL, POST the
+ * bytes, complete the upload into the channel / thread). Each attempt uploads under a new file
+ * id and only a completed one is shared, so the whole upload is repeated after a 429 (nothing
+ * was shared); any other failure is thrown for classifyWriteError: a lost answer, above all
+ * from completeUploadExternal, is an unknown outcome and is never repeated.
+ */
+export async function uploadFile(w: SlackWriter, via: UploadClient, to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
+  const bytes = await file.read();
+  const client = createWebClient(via.token, via.apiUrl, via.sdkLog, { fetch: uploadTransport(via.base, bytes.byteLength, signal) });
+  const args = uploadArguments(to, file, bytes);
+  const res = await w.write(to.conversation, 'files.uploadV2', () => client.files.uploadV2(args), { idempotent: false, signal });
+  const id = uploadedFileId(res) ?? '';
+  w.log.info({ channel: to.conversation, thread: to.thread, file: file.name, bytes: bytes.byteLength, id }, 'file uploaded');
+  return id;
 }

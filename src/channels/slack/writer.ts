@@ -1,6 +1,10 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from '../../log.js';
+import { previewsAllowed, type PreviewKind } from '../kit/link-previews.js';
 import { ConversationPacer } from '../kit/pacer.js';
+import type { InboundMessage } from '../types.js';
 import { slackCall, type CallOptions } from './api.js';
-import { SlackRateLimited } from './errors.js';
+import { SlackRateLimited, SlackRefused } from './errors.js';
 
 /**
  * Least time between two writes in one conversation (posts, updates, deletes, stream calls):
@@ -11,15 +15,49 @@ export const STREAM_INTERVAL_MS = 1_000;
 export const MAX_WRITE_WAIT_MS = 30_000;
 
 /**
- * Every Slack message write goes through `write`: it waits for the conversation's turn on the one
+ * What every Slack message write shares, so the answer, stream, card and upload halves agree on
+ * it. Every write goes through `write`: it waits for the conversation's turn on the one
  * per-conversation pacer (../kit/pacer.ts), and a 429 holds the conversation for its Retry-After,
  * for every later write of it (the stream's and the final answer's alike).
  */
 export class SlackWriter {
   private readonly pacer: ConversationPacer;
 
-  constructor(now: () => number = Date.now) {
+  constructor(
+    readonly client: WebClient,
+    readonly log: Logger,
+    private readonly linkPreviews: boolean,
+    now: () => number = Date.now,
+  ) {
     this.pacer = new ConversationPacer(STREAM_INTERVAL_MS, now);
+  }
+
+  /**
+   * Every chat.postMessage takes its unfurl setting from here (see ../kit/link-previews.ts). Slack
+   * decides unfurls when a message is posted: chat.update, chat.postEphemeral and the streaming
+   * methods (chat.startStream / appendStream / stopStream) take no unfurl arguments.
+   */
+  unfurls(kind: PreviewKind): { unfurl_links?: false; unfurl_media?: false } {
+    return previewsAllowed(this.linkPreviews, kind) ? {} : { unfurl_links: false, unfurl_media: false };
+  }
+
+  /** chat.postMessage where `to` came from (its thread); never repeated unless Slack proved it was not done (a 429). Returns its ts. */
+  async postMessage(to: InboundMessage, text: string, kind: PreviewKind, extra: { blocks?: unknown[] } = {}, call: Partial<CallOptions> = {}): Promise<string> {
+    const res = await this.write(
+      to.conversation,
+      'chat.postMessage',
+      () =>
+        this.client.chat.postMessage({
+          channel: to.conversation,
+          text,
+          ...(extra.blocks && { blocks: extra.blocks as never }),
+          ...(to.thread !== undefined && { thread_ts: to.thread }),
+          ...this.unfurls(kind),
+        }),
+      { ...call, idempotent: false },
+    );
+    if (!res.ts) throw new SlackRefused('chat.postMessage', 'no_ts_in_response');
+    return res.ts;
   }
 
   async write<T>(channel: string, method: string, call: () => Promise<T>, options: CallOptions): Promise<T> {

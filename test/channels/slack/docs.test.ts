@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO } from '../../helpers/processes.js';
 import { EVENTS_PATH } from '../../../src/channels/slack/transport.js';
 import { ASK_COMMAND } from '../../../src/channels/slack/gateway.js';
-import { REACTIONS } from '../../../src/channels/slack/outbound.js';
+import { REACTIONS } from '../../../src/channels/slack/reactions.js';
 
 describe('the Slack setup guide', () => {
   it('shows exactly the manifest file, which asks for the events, scopes and command the channel uses', async () => {
