@@ -219,7 +219,8 @@ async function deliver(ctx: RunContext, out: OutboundAdapter, record: OutboxReco
     ctx.deps.metrics?.undeliverable.inc({ platform: record.to.platform });
   }
   const uncertain = journal.uncertainPieces;
-  if (uncertain.length > 0) ctx.log.warn({ pieces: uncertain }, 'some reply pieces have an unknown outcome and were not posted again');
+  if (uncertain.length > 0)
+    ctx.log.warn({ pieces: uncertain }, 'some reply pieces had an unknown outcome: each was looked up on the platform or sent again with a may-repeat note');
   return report;
 }
 

@@ -152,7 +152,7 @@ export class TurnJournal implements StepJournal {
     };
   }
 
-  /** Pieces given up as uncertain (not posted again), by index. */
+  /** Pieces whose outcome was unknown at some point (looked up, or sent again with the may-repeat note), by index. */
   get uncertainPieces(): number[] {
     return this.entries.filter((e): e is Extract<JournalEntry, { t: 'piece_failed' }> => e.t === 'piece_failed' && e.how === 'unknown').map((e) => e.i);
   }

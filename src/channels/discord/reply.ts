@@ -75,6 +75,7 @@ async function interactionPieces(
   try {
     const posted = await sendPieces(pieces, ledger, {
       classify: (err) => (err instanceof InteractionGoneAt ? 'retry' : discordWriteFailure(err)),
+      limit: MESSAGE_LIMIT,
       resendable: (i) => editsFirst && i === 0,
       send: async (piece, i) => {
         const done = await w.hook(ref, () => write(piece, i));
@@ -111,6 +112,7 @@ function channelPieces(
   return sendPieces(pieces, ledger, {
     offset,
     classify: discordWriteFailure,
+    limit: MESSAGE_LIMIT,
     resendable: () => true,
     send: async (piece, i) => {
       const first = i === 0;

@@ -2,7 +2,7 @@ import { memoryLedger, sendPieces, type PieceLedger } from '../kit/pieces.js';
 import type { PreviewKind } from '../kit/link-previews.js';
 import type { InboundMessage, StreamShown } from '../types.js';
 import { DiscordRateLimitError, discordWriteFailure, FollowUpGone, InteractionGoneAt, safeError, unknownMessage } from './errors.js';
-import { interactionOf } from './ids.js';
+import { interactionOf, MESSAGE_LIMIT } from './ids.js';
 import { STREAM_INTERVAL_MS } from './pacing.js';
 import { finalLayout, parseStreamed, postedId, streamedId, streamLayout, streamNonce, type StreamedMessage } from './stream-layout.js';
 import { firstPlacement, mentionOf, NO_PINGS, type DiscordWriter, type Posted, type WriteOptions } from './writer.js';
@@ -92,6 +92,7 @@ export class DiscordStream {
     const pieces = finalLayout(text, mention);
     const ids = await sendPieces(pieces, ledger, {
       classify: discordWriteFailure,
+      limit: MESSAGE_LIMIT,
       // An edit can be repeated, and so can a channel message with its nonce; a follow-up cannot.
       resendable: (i) => i < streamed.length || inChannel,
       send: async (content, i) => {

@@ -14,7 +14,7 @@ export type WriteFailure =
   /** Certainly not performed (a 429 longer than we wait, a request that never left): try again later. */
   | 'retry';
 
-/** posted: the platform confirmed it · started: an attempt began and never learned the outcome · unknown: given up as uncertain · new. */
+/** posted: the platform confirmed it · started: an attempt began and never learned the outcome · unknown: an attempt failed without an outcome · new. */
 export type PieceState = { posted: string } | 'started' | 'unknown' | 'new';
 
 export interface PieceLedger {
@@ -22,7 +22,7 @@ export interface PieceLedger {
   /** Written before the piece is sent. */
   started(index: number): Promise<void>;
   posted(index: number, id: string): Promise<void>;
-  /** `unknown`: not sent again; `retry`: the piece is new again. */
+  /** `unknown`: nobody knows whether it landed (it is resolved before anything follows it); `retry`: the piece is new again. */
   failed(index: number, how: 'unknown' | 'retry', error: string): Promise<void>;
 }
 
@@ -37,23 +37,43 @@ export function memoryLedger(): PieceLedger {
   };
 }
 
-export interface SendPiecesOptions<P> {
-  send(piece: P, index: number): Promise<string>;
+export interface SendPiecesOptions {
+  send(piece: string, index: number): Promise<string>;
   classify(err: unknown): WriteFailure;
   /** The write can be repeated without posting twice (an edit; a Discord message with its nonce). */
   resendable?: (index: number) => boolean;
   /** Ledger index of the first piece (a delivery that moved to another surface mid-way). */
   offset?: number;
+  /**
+   * Finds out whether an earlier attempt whose outcome nobody learnt landed: the message's id when
+   * it did, null when it surely did not, undefined when the platform cannot tell.
+   */
+  find?: (piece: string, index: number) => Promise<string | null | undefined>;
+  /** The platform's length limit for one piece: the may-repeat note leads a piece only where it fits. */
+  limit?: number;
 }
 
 /**
- * Posts the pieces in order, through the ledger: a posted piece is skipped (its id kept); a piece
- * whose earlier attempt has no known outcome is not posted again unless its write is resendable;
- * a write that fails with an unknown outcome is recorded as such and delivery goes on with the
- * next piece. A refusal, or a failure that may be retried, is thrown to the caller. Returns the
- * ids of the pieces now known posted.
+ * Leads a piece sent again when nobody can know whether the earlier attempt landed (a worker died
+ * between sending it and hearing back): a possible repeat with a note beats silence.
  */
-export async function sendPieces<P>(pieces: readonly P[], ledger: PieceLedger, options: SendPiecesOptions<P>): Promise<string[]> {
+export const MAY_REPEAT_NOTE = '↻ Sent again: the connection dropped while I was sending this, so you may have it already.\n\n';
+
+/** The piece as sent again without knowing whether the earlier attempt landed: with the note, where it fits. */
+export function mayRepeat(piece: string, limit = Infinity): string {
+  const noted = `${MAY_REPEAT_NOTE}${piece}`;
+  return noted.length <= limit ? noted : piece;
+}
+
+/**
+ * Posts the pieces in order, through the ledger: a posted piece is skipped (its id kept). A piece
+ * whose outcome nobody knows (an earlier attempt interrupted between sending and hearing back, or
+ * a write that failed that way now) is never dropped: a resendable write is simply repeated;
+ * otherwise the platform is asked whether it landed (`find`), and when it cannot tell, the piece
+ * is sent again with the may-repeat note. A refusal, or a failure that may be retried, is thrown
+ * to the caller. Returns the ids of the pieces now known posted.
+ */
+export async function sendPieces(pieces: readonly string[], ledger: PieceLedger, options: SendPiecesOptions): Promise<string[]> {
   const resendable = options.resendable ?? (() => false);
   const ids: string[] = [];
   for (const [k, piece] of pieces.entries()) {
@@ -63,27 +83,50 @@ export async function sendPieces<P>(pieces: readonly P[], ledger: PieceLedger, o
       ids.push(state.posted);
       continue;
     }
-    if (state === 'unknown') continue;
-    if (state === 'started' && !resendable(i)) {
-      await ledger.failed(i, 'unknown', 'an earlier attempt was interrupted while posting it');
-      continue;
-    }
-    await ledger.started(i);
-    let id: string;
-    try {
-      id = await options.send(piece, i);
-    } catch (err) {
-      const how = options.classify(err);
-      const message = err instanceof Error ? err.message : String(err);
-      if (how === 'unknown' && !resendable(i)) {
-        await ledger.failed(i, 'unknown', message);
+    let text = piece;
+    if ((state === 'started' || state === 'unknown') && !resendable(i)) {
+      if (state === 'started') await ledger.failed(i, 'unknown', 'an earlier attempt was interrupted while posting it');
+      const found = await resolveUnknown(piece, i, ledger, options);
+      if (found.posted !== undefined) {
+        ids.push(found.posted);
         continue;
       }
-      if (how === 'retry') await ledger.failed(i, 'retry', message);
-      throw err;
+      text = found.text;
     }
-    await ledger.posted(i, id);
+    const id = await sendOne(text, i, ledger, options, resendable);
     ids.push(id);
   }
   return ids;
+}
+
+/** Asks the platform whether an unknown piece landed: its id, or the text to send (the piece, or the piece with the note). */
+async function resolveUnknown(piece: string, i: number, ledger: PieceLedger, options: SendPiecesOptions): Promise<{ posted?: string; text: string }> {
+  const found = options.find ? await options.find(piece, i).catch(() => undefined) : undefined;
+  if (typeof found === 'string') {
+    await ledger.posted(i, found);
+    return { posted: found, text: piece };
+  }
+  return { text: found === null ? piece : mayRepeat(piece, options.limit) };
+}
+
+/** One piece: started, sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence. */
+async function sendOne(text: string, i: number, ledger: PieceLedger, options: SendPiecesOptions, resendable: (index: number) => boolean): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    await ledger.started(i);
+    try {
+      const id = await options.send(text, i);
+      await ledger.posted(i, id);
+      return id;
+    } catch (err) {
+      const how = options.classify(err);
+      const message = err instanceof Error ? err.message : String(err);
+      if (how === 'retry') await ledger.failed(i, 'retry', message);
+      if (how !== 'unknown' || attempt >= 2) throw err;
+      await ledger.failed(i, 'unknown', message);
+      if (resendable(i)) continue;
+      const found = await resolveUnknown(text, i, ledger, options);
+      if (found.posted !== undefined) return found.posted;
+      text = found.text;
+    }
+  }
 }

@@ -42,6 +42,8 @@ export interface SlackOutboundOptions {
 /** How long a thread the bot answered in accepts follow-ups without a mention. */
 export const ENGAGED_TTL_SECONDS = 7 * 24 * 3600;
 const QUESTION_PREVIEW = 300;
+/** chat.postMessage's recommended most characters of `text` (Slack truncates past 40,000; 4,000 is where it advises stopping). */
+const SLACK_TEXT_LIMIT = 4_000;
 
 /**
  * The Slack outbound half over the plain Web API (works in any worker). Answers go in the
@@ -82,7 +84,11 @@ export class SlackOutbound implements OutboundAdapter {
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
     if (kind === 'status') return [await this.w.postMessage(to, statusText(text), 'status')];
     const pieces = answerPieces(to, text);
-    const ids = await sendPieces(pieces, ledger, { classify: slackWriteFailure, send: (piece) => this.w.postMessage(to, piece, 'answer') });
+    const ids = await sendPieces(pieces, ledger, {
+      classify: slackWriteFailure,
+      limit: SLACK_TEXT_LIMIT,
+      send: (piece) => this.w.postMessage(to, piece, 'answer'),
+    });
     if (kind === 'answer') await this.markAnswered(to);
     this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
     return ids;
@@ -113,6 +119,7 @@ export class SlackOutbound implements OutboundAdapter {
     await this.streams.stopAll(to, streamed);
     const ids = await sendPieces(pieces, ledger, {
       classify: slackWriteFailure,
+      limit: SLACK_TEXT_LIMIT,
       resendable: (i) => i < streamed.length,
       send: async (piece, i) => {
         const id = streamed[i];

@@ -4,7 +4,7 @@ import { memoryLedger, sendPieces, type PieceLedger } from '../kit/pieces.js';
 import type { InboundMessage, StreamShown } from '../types.js';
 import { classifyTelegramError, describeTelegramError, telegramWriteFailure } from './errors.js';
 import { chatIdOf, isGroup, threadIdOf } from './ids.js';
-import { paceKey, PIECE_LIMIT, placement, rendered, type TelegramWriter } from './writer.js';
+import { paceKey, PIECE_LIMIT, placement, rendered, TELEGRAM_TEXT_LIMIT, type TelegramWriter } from './writer.js';
 
 /** Shown after a streamed answer's text while the model is still writing it. */
 export const STILL_WRITING = ' …';
@@ -60,6 +60,7 @@ export async function finishStream(
   let target = to;
   const ids = await sendPieces(pieces, ledger, {
     classify: telegramWriteFailure,
+    limit: TELEGRAM_TEXT_LIMIT,
     resendable: (i) => i < shown.ids.length,
     send: async (piece, i) => {
       const id = shown.ids[i];

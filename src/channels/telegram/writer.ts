@@ -83,6 +83,7 @@ export class TelegramWriter {
     let target = to;
     return sendPieces(splitMessage(text, PIECE_LIMIT), ledger, {
       classify: telegramWriteFailure,
+      limit: TELEGRAM_TEXT_LIMIT,
       send: async (piece, i) => {
         const sent = await this.sendPiece(target, piece, i === 0);
         target = sent.to;

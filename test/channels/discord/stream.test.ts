@@ -373,7 +373,7 @@ describe('Discord streamed answers: a slash command (the interaction webhook)', 
     expect(ix.followups).toHaveLength(2);
   });
 
-  it('a follow-up an interrupted delivery had started is not posted again (a follow-up has no nonce)', async () => {
+  it('a follow-up an interrupted delivery had started is posted again, never left as silence (a follow-up has no nonce)', async () => {
     const out = outbound(clock().now);
     const { ix, to } = await deferredAsk();
     const long = prose(4_500);
@@ -382,9 +382,9 @@ describe('Discord streamed answers: a slash command (the interaction webhook)', 
     await ledger.posted(0, ORIGINAL);
     await ledger.started(2);
     const ids = await out.finishStream(to, shown, long, ledger);
-    expect(ids).toHaveLength(2);
-    expect(ledger.state(2)).toBe('unknown');
-    expect(ix.followups).toHaveLength(1);
+    expect(ids).toHaveLength(3);
+    expect(ledger.state(2)).toMatchObject({ posted: expect.any(String) });
+    expect(ix.followups).toHaveLength(2);
   });
 
   it('a 429 on the webhook mid-stream: nothing waits, and the next write after the retry-after lands', async () => {

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { createLogger } from '../../../src/log.js';
 import { SlackOutbound } from '../../../src/channels/slack/outbound.js';
 import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from '../../../src/channels/slack/errors.js';
-import { memoryLedger } from '../../../src/channels/kit/pieces.js';
+import { MAY_REPEAT_NOTE, memoryLedger } from '../../../src/channels/kit/pieces.js';
 import { engagedThreadKey } from '../../../src/channels/slack/ids.js';
 import type { InboundMessage, OutgoingFile } from '../../../src/channels/types.js';
 import { SLACK_UPLOAD_MAX_BYTES, uploadTransport } from '../../../src/channels/slack/upload.js';
@@ -111,28 +111,29 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     expect(ids).toEqual([slack.messages[0]!.ts]);
   });
 
-  it('a chat.postMessage whose response is lost is not sent again (it may have been posted): the ledger says unknown', async () => {
+  it('a chat.postMessage whose response is lost (it may have been posted) is never left as silence: sent again at once, with the may-repeat note', async () => {
     slack.fail('chat.postMessage', { drop: true });
     const ledger = memoryLedger();
-    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual([]);
-    expect(ledger.state(0)).toBe('unknown');
-    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual([]);
-    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
-    expect(slack.messages.map((m) => m.text)).toEqual(['only once']);
+    const ids = await out.post(to, 'only once', 'answer', ledger);
+    expect(ids).toHaveLength(1);
+    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual(ids);
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
+    expect(slack.messages.map((m) => m.text)).toEqual(['only once', `${MAY_REPEAT_NOTE}only once`]);
   });
 
-  it('an internal_error on chat.postMessage is not retried either; a refusal is thrown and says why', async () => {
+  it('an internal_error on chat.postMessage is not retried blindly: it is sent again with the note; a refusal is thrown and says why', async () => {
     slack.fail('chat.postMessage', { error: 'internal_error' });
     const ledger = memoryLedger();
     await out.post(to, 'x', 'answer', ledger);
-    expect(ledger.state(0)).toBe('unknown');
-    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
+    expect(ledger.state(0)).toMatchObject({ posted: expect.any(String) });
+    expect(slack.messages.map((m) => m.text)).toEqual([`${MAY_REPEAT_NOTE}x`]);
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
     slack.fail('chat.postMessage', { error: 'not_in_channel' });
     const refused = await out.post(to, 'y', 'answer').catch((e: unknown) => e);
     expect(refused).toMatchObject({ name: 'SlackRefused', code: 'not_in_channel' });
     expect(out.classifyWriteError(refused)).toBe('refused');
     expect(out.classifyWriteError(new SlackUnknownOutcome('chat.postMessage', new Error('reset')))).toBe('unknown');
-    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(3);
   });
 
   it('delivering the same reply again after a failure mid-way posts only the missing pieces', async () => {

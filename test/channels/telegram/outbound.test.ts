@@ -1,5 +1,5 @@
 import { crc32, deflateSync } from 'node:zlib';
-import { memoryLedger } from '../../../src/channels/kit/pieces.js';
+import { memoryLedger, MAY_REPEAT_NOTE } from '../../../src/channels/kit/pieces.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Api, GrammyError } from 'grammy';
 import { lookup } from 'mime-types';
@@ -106,15 +106,16 @@ describe('telegram outbound against a fake Bot API', () => {
     expect(fake.sent.map((m) => m.text)).toEqual(['final answer']);
   });
 
-  it('never repeats a sendMessage whose response was lost (it may have been posted): the ledger records it as unknown', async () => {
+  it('a sendMessage whose response was lost (it may have been posted) is never left as silence: sent again at once, with the may-repeat note', async () => {
     fake.fault({ method: 'sendMessage', status: 200, description: '', drop: true });
     const ledger = memoryLedger();
-    expect(await out.post(to(), 'once only', 'answer', ledger)).toEqual([]);
-    expect(ledger.state(0)).toBe('unknown');
-    // Delivering the reply again (another attempt, another worker) does not post it again either.
-    expect(await out.post(to(), 'once only', 'answer', ledger)).toEqual([]);
-    expect(fake.callsOf('sendMessage')).toHaveLength(1);
-    expect(fake.sent.map((m) => m.text)).toEqual(['once only']);
+    const ids = await out.post(to(), 'once only', 'answer', ledger);
+    expect(ids).toHaveLength(1);
+    expect(ledger.state(0)).toEqual({ posted: ids[0] });
+    // Delivering the reply again (another attempt, another worker) posts nothing more.
+    expect(await out.post(to(), 'once only', 'answer', ledger)).toEqual(ids);
+    expect(fake.callsOf('sendMessage')).toHaveLength(2);
+    expect(fake.sent.map((m) => m.text)).toEqual(['once only', `${MAY_REPEAT_NOTE}once only`]);
   });
 
   it('a reply to a chat that blocked the bot is a refusal for good (403), not worth retrying', async () => {
