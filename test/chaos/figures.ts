@@ -1,3 +1,4 @@
+import { MAY_REPEAT_NOTE } from '../../src/channels/kit/pieces.js';
 import type { BotMessage } from '../fakes/telegram-server.js';
 import type { Freeze, Kill } from './scheduler.js';
 
@@ -34,6 +35,8 @@ export interface Figures {
   lost: number;
   /** Tokens answered two times or more. */
   duplicates: number;
+  /** Answers sent again with the may-repeat note (their earlier attempt's outcome unknown); those also counted in `duplicates` were seen twice. */
+  notedRepeats: { sent: number; seenTwice: number };
   /** Tokens with more than one line in their journal. */
   repeatedSideEffects: number;
   /** Per session, adjacent pairs out of send order in the journal and in the answers. */
@@ -62,7 +65,9 @@ export function targetsMet(f: Figures): boolean {
   return f.lost === 0 && f.duplicates === 0 && f.repeatedSideEffects === 0 && f.orderViolations === 0;
 }
 
-const isAnswer = (p: BotMessage): boolean => !p.silent && p.text.startsWith('done');
+/** What an answer says, without the may-repeat note a resent one leads with: it is still an answer, and a second one is a duplicate. */
+const answerText = (p: BotMessage): string => (p.text.startsWith(MAY_REPEAT_NOTE) ? p.text.slice(MAY_REPEAT_NOTE.length) : p.text);
+const isAnswer = (p: BotMessage): boolean => !p.silent && answerText(p).startsWith('done');
 
 /** How many answers name each token. */
 function countAnswers(posts: readonly BotMessage[]): Map<string, number> {
@@ -86,7 +91,8 @@ export function computeFigures(input: FigureInputs): Figures {
 
   const notices = attributeNotices(input.messages, input.posts, answerCount);
   const tokens = input.messages.map((m) => m.token);
-  const doneTokens = answers.filter((a) => !a.text.startsWith('done-with-error')).flatMap((a) => tokensIn(a.text));
+  const doneTokens = answers.filter((a) => !answerText(a).startsWith('done-with-error')).flatMap((a) => tokensIn(a.text));
+  const noted = answers.filter((a) => a.text.startsWith(MAY_REPEAT_NOTE));
   const lost = unaccounted(input.messages, input.posts);
   const duplicates = tokens.filter((t) => (answerCount.get(t) ?? 0) > 1);
   const repeated = tokens.filter((t) => (lines.get(t) ?? 0) > 1);
@@ -108,9 +114,10 @@ export function computeFigures(input: FigureInputs): Figures {
     answeredOnce: tokens.filter((t) => answerCount.get(t) === 1).length,
     lost: lost.length,
     duplicates: duplicates.length,
+    notedRepeats: { sent: noted.length, seenTwice: noted.filter((a) => tokensIn(a.text).some((t) => duplicates.includes(t))).length },
     repeatedSideEffects: repeated.length,
     orderViolations: orderViolations(input, answers),
-    doneWithError: answers.filter((a) => a.text.startsWith('done-with-error')).length,
+    doneWithError: answers.filter((a) => answerText(a).startsWith('done-with-error')).length,
     answeredWithoutLine: new Set(doneTokens.filter((t) => !lines.has(t))).size,
     notices,
     sendAgainAfterWrite: notices
