@@ -35,8 +35,10 @@ export interface Figures {
   lost: number;
   /** Tokens answered two times or more. */
   duplicates: number;
-  /** Answers sent again with the may-repeat note (their earlier attempt's outcome unknown); those also counted in `duplicates` were seen twice. */
+  /** Answers sent again with the may-repeat note (their earlier attempt's outcome unknown); `seenTwice`: messages whose answer the person then had twice (counted in `duplicates`). */
   notedRepeats: { sent: number; seenTwice: number };
+  /** Messages answered twice without the note saying it may repeat: the duplicates nobody was told about. */
+  unannouncedDuplicates: number;
   /** Tokens with more than one line in their journal. */
   repeatedSideEffects: number;
   /** Per session, adjacent pairs out of send order in the journal and in the answers. */
@@ -93,6 +95,7 @@ export function computeFigures(input: FigureInputs): Figures {
   const tokens = input.messages.map((m) => m.token);
   const doneTokens = answers.filter((a) => !answerText(a).startsWith('done-with-error')).flatMap((a) => tokensIn(a.text));
   const noted = answers.filter((a) => a.text.startsWith(MAY_REPEAT_NOTE));
+  const notedCount = countAnswers(noted);
   const lost = unaccounted(input.messages, input.posts);
   const duplicates = tokens.filter((t) => (answerCount.get(t) ?? 0) > 1);
   const repeated = tokens.filter((t) => (lines.get(t) ?? 0) > 1);
@@ -114,7 +117,8 @@ export function computeFigures(input: FigureInputs): Figures {
     answeredOnce: tokens.filter((t) => answerCount.get(t) === 1).length,
     lost: lost.length,
     duplicates: duplicates.length,
-    notedRepeats: { sent: noted.length, seenTwice: noted.filter((a) => tokensIn(a.text).some((t) => duplicates.includes(t))).length },
+    notedRepeats: { sent: noted.length, seenTwice: duplicates.filter((t) => notedCount.has(t)).length },
+    unannouncedDuplicates: tokens.filter((t) => (answerCount.get(t) ?? 0) - (notedCount.get(t) ?? 0) > 1).length,
     repeatedSideEffects: repeated.length,
     orderViolations: orderViolations(input, answers),
     doneWithError: answers.filter((a) => answerText(a).startsWith('done-with-error')).length,
@@ -192,6 +196,8 @@ export function formatFigures(f: Figures, kills: readonly Kill[]): string {
     ['answered exactly once', `${f.answeredOnce} of ${f.messages}`],
     ['lost', f.lost],
     ['duplicate answers (tokens)', f.duplicates],
+    ['  of them announced by the may-repeat note', f.notedRepeats.seenTwice],
+    ['answers sent again with the note', f.notedRepeats.sent],
     ['repeated side effects', f.repeatedSideEffects],
     ['order violations', f.orderViolations],
     ['done-with-error answers', f.doneWithError],
