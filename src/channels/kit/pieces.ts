@@ -45,6 +45,12 @@ export interface SendPiecesOptions {
   /** Ledger index of the first piece (a delivery that moved to another surface mid-way). */
   offset?: number;
   /**
+   * Awaited before a piece is marked started: the wait for the conversation's turn belongs before
+   * the mark, so a worker that dies while waiting leaves a piece that surely was not sent (`send`
+   * then writes at once, its turn taken).
+   */
+  ready?: (index: number) => Promise<void>;
+  /**
    * Finds out whether an earlier attempt whose outcome nobody learnt landed: the message's id when
    * it did, null when it surely did not, undefined when the platform cannot tell.
    */
@@ -112,6 +118,7 @@ async function resolveUnknown(piece: string, i: number, ledger: PieceLedger, opt
 /** One piece: started, sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence. */
 async function sendOne(text: string, i: number, ledger: PieceLedger, options: SendPiecesOptions, resendable: (index: number) => boolean): Promise<string> {
   for (let attempt = 1; ; attempt++) {
+    await options.ready?.(i);
     await ledger.started(i);
     try {
       const id = await options.send(text, i);

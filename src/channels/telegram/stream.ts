@@ -4,7 +4,7 @@ import { memoryLedger, sendPieces, type PieceLedger } from '../kit/pieces.js';
 import type { InboundMessage, StreamShown } from '../types.js';
 import { classifyTelegramError, describeTelegramError, telegramWriteFailure } from './errors.js';
 import { chatIdOf, isGroup, threadIdOf } from './ids.js';
-import { paceKey, PIECE_LIMIT, placement, rendered, TELEGRAM_TEXT_LIMIT, type TelegramWriter } from './writer.js';
+import { MAX_FLOOD_WAIT_MS, paceKey, PIECE_LIMIT, placement, rendered, TELEGRAM_TEXT_LIMIT, type TelegramWriter } from './writer.js';
 
 /** Shown after a streamed answer's text while the model is still writing it. */
 export const STILL_WRITING = ' …';
@@ -62,13 +62,17 @@ export async function finishStream(
     classify: telegramWriteFailure,
     limit: TELEGRAM_TEXT_LIMIT,
     resendable: (i) => i < shown.ids.length,
+    // A new message waits for its turn before it is marked started (an edit paces itself and may be repeated).
+    ready: async (i) => {
+      if (i >= shown.ids.length) await w.pacer.turn(paceKey(chatIdOf(target)), MAX_FLOOD_WAIT_MS);
+    },
     send: async (piece, i) => {
       const id = shown.ids[i];
       if (id !== undefined) {
         await editPiece(w, to, id, piece);
         return id;
       }
-      const sent = await w.sendPiece(target, piece, false);
+      const sent = await w.sendPiece(target, piece, false, true);
       target = sent.to;
       return sent.id;
     },

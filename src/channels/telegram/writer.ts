@@ -66,11 +66,19 @@ export class TelegramWriter {
    * A write that must happen, on the chat's budget: each attempt (a repeat after a 429 too)
    * waits for its turn. Repeated only as `idempotent` allows (see errors.ts).
    */
-  paced<T>(chatId: number, method: string, call: () => Promise<T>, how: { idempotent: boolean; maxWaitMs?: number; signal?: AbortSignal }): Promise<T> {
+  paced<T>(
+    chatId: number,
+    method: string,
+    call: () => Promise<T>,
+    how: { idempotent: boolean; maxWaitMs?: number; signal?: AbortSignal; turnTaken?: boolean },
+  ): Promise<T> {
     const { signal, maxWaitMs = MAX_FLOOD_WAIT_MS } = how;
+    // The caller already waited for this write's turn (see SendPiecesOptions.ready): only a repeat waits again.
+    let taken = how.turnTaken === true;
     return withTelegramRetries(
       async () => {
-        await this.pacer.turn(paceKey(chatId), maxWaitMs, signal);
+        if (taken) taken = false;
+        else await this.pacer.turn(paceKey(chatId), maxWaitMs, signal);
         signal?.throwIfAborted();
         return call();
       },
@@ -84,8 +92,9 @@ export class TelegramWriter {
     return sendPieces(splitMessage(text, PIECE_LIMIT), ledger, {
       classify: telegramWriteFailure,
       limit: TELEGRAM_TEXT_LIMIT,
+      ready: () => this.pacer.turn(paceKey(chatIdOf(target)), MAX_FLOOD_WAIT_MS),
       send: async (piece, i) => {
-        const sent = await this.sendPiece(target, piece, i === 0);
+        const sent = await this.sendPiece(target, piece, i === 0, true);
         target = sent.to;
         return sent.id;
       },
@@ -93,10 +102,10 @@ export class TelegramWriter {
   }
 
   /** One piece of an answer: HTML when it renders within the limit, plain text when Telegram refuses the entities. */
-  async sendPiece(to: InboundMessage, piece: string, first: boolean): Promise<{ id: string; to: InboundMessage }> {
+  async sendPiece(to: InboundMessage, piece: string, first: boolean, turnTaken = false): Promise<{ id: string; to: InboundMessage }> {
     const { html, fits } = rendered(piece);
     try {
-      return { id: await this.send(to, fits ? html : piece, { html: fits, notify: true, reply: first, previews: 'answer' }), to };
+      return { id: await this.send(to, fits ? html : piece, { html: fits, notify: true, reply: first, previews: 'answer', turnTaken }), to };
     } catch (err) {
       const failure = classifyTelegramError(err);
       if (failure.kind === 'migrated') {
@@ -110,7 +119,11 @@ export class TelegramWriter {
   }
 
   /** sendMessage once (repeated only when Telegram surely did not post it: 429, or a request that never left). */
-  async send(to: InboundMessage, text: string, how: { html: boolean; notify: boolean; reply: boolean; previews: PreviewKind }): Promise<string> {
+  async send(
+    to: InboundMessage,
+    text: string,
+    how: { html: boolean; notify: boolean; reply: boolean; previews: PreviewKind; turnTaken?: boolean },
+  ): Promise<string> {
     const chatId = chatIdOf(to);
     const message = await this.paced(
       chatId,
@@ -122,7 +135,7 @@ export class TelegramWriter {
           ...(!how.notify && { disable_notification: true }),
           ...this.previews(how.previews),
         }),
-      { idempotent: false },
+      { idempotent: false, turnTaken: how.turnTaken === true },
     );
     return String(message.message_id);
   }
