@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAY_REPEAT_NOTE } from '../../src/channels/kit/pieces.js';
 import { PipelineHarness } from '../helpers/pipeline.js';
 import { waitFor } from '../helpers/processes.js';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
@@ -155,7 +156,7 @@ describe('resume from the journal (worker process, real Redis)', () => {
     expect(await answers(h)).toEqual(['Finished.']);
   }, 60_000);
 
-  it('after the commit with the reply posted but not confirmed: the next run does not post it again', async () => {
+  it('after the commit with the reply started but not confirmed: the next run sends it again with the may-repeat note (never silence), then answers', async () => {
     const { h, session, requests } = await setup('resume-delivered');
     const earlier = h.message('r', 'earlier question');
     const record: OutboxRecord = { v: 1, runId: 'dead.1', session, to: earlier, state: 'completed', text: 'The earlier answer.', messageIds: [earlier.id] };
@@ -166,7 +167,8 @@ describe('resume from the journal (worker process, real Redis)', () => {
     await h.addWorkers(1);
     await h.waitEnded(['r'], [next.id], 30_000);
 
-    expect(await answers(h)).toEqual(['Finished.']);
+    // The terminal cannot be asked whether the earlier piece landed: it comes again, saying it may repeat.
+    expect(await answers(h)).toEqual([`${MAY_REPEAT_NOTE}The earlier answer.`, 'Finished.']);
     expect(requests).toHaveLength(1);
     // The earlier reply is settled (not retried forever) and its run told the adapter it ended.
     expect(await h.redis.exists(h.keys.outbox(session))).toBe(0);

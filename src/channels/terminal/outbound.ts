@@ -14,7 +14,7 @@ export class TerminalOutbound implements OutboundAdapter {
   ) {}
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
-    return sendPieces([text], ledger, { classify: () => 'retry', send: () => this.write(to, { type: 'post', to: to.id, kind, text }) });
+    return sendPieces([text], ledger, { classify: () => 'retry', send: (piece) => this.write(to, { type: 'post', to: to.id, kind, text: piece }) });
   }
 
   /** A failed XADD is Redis being away: worth retrying, never a refusal. */
