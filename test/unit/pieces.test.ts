@@ -93,6 +93,14 @@ describe('sendPieces', () => {
     expect(q.posted).toEqual(['b']);
   });
 
+  it('a resent piece whose resend also has an unknown outcome carries the note once, not twice', async () => {
+    const ledger = memoryLedger();
+    await ledger.started(0);
+    const p = platform({ 0: 'unknown' });
+    expect(await sendPieces(['a'], ledger, { send: p.send, classify })).toEqual(['id-2']);
+    expect(p.posted).toEqual([`${MAY_REPEAT_NOTE}a`, `${MAY_REPEAT_NOTE}a`]);
+  });
+
   it('the note leads a piece only where it fits the platform limit', () => {
     expect(mayRepeat('short', 500)).toBe(`${MAY_REPEAT_NOTE}short`);
     const full = 'x'.repeat(2_000);

@@ -99,7 +99,7 @@ export async function sendPieces(pieces: readonly string[], ledger: PieceLedger,
       }
       text = found.text;
     }
-    const id = await sendOne(text, i, ledger, options, resendable);
+    const id = await sendOne(piece, text, i, ledger, options, resendable);
     ids.push(id);
   }
   return ids;
@@ -115,8 +115,18 @@ async function resolveUnknown(piece: string, i: number, ledger: PieceLedger, opt
   return { text: found === null ? piece : mayRepeat(piece, options.limit) };
 }
 
-/** One piece: started, sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence. */
-async function sendOne(text: string, i: number, ledger: PieceLedger, options: SendPiecesOptions, resendable: (index: number) => boolean): Promise<string> {
+/**
+ * One piece (`text`: the piece as it goes now, with the note when it is sent again): started,
+ * sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence.
+ */
+async function sendOne(
+  piece: string,
+  text: string,
+  i: number,
+  ledger: PieceLedger,
+  options: SendPiecesOptions,
+  resendable: (index: number) => boolean,
+): Promise<string> {
   for (let attempt = 1; ; attempt++) {
     await options.ready?.(i);
     await ledger.started(i);
@@ -131,7 +141,8 @@ async function sendOne(text: string, i: number, ledger: PieceLedger, options: Se
       if (how !== 'unknown' || attempt >= 2) throw err;
       await ledger.failed(i, 'unknown', message);
       if (resendable(i)) continue;
-      const found = await resolveUnknown(text, i, ledger, options);
+      // Resolved from the piece itself: a noted text is never noted twice.
+      const found = await resolveUnknown(piece, i, ledger, options);
       if (found.posted !== undefined) return found.posted;
       text = found.text;
     }

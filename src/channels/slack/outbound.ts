@@ -71,14 +71,7 @@ export class SlackOutbound implements OutboundAdapter {
     this.client = createWebClient(options.token, options.apiUrl, this.sdkLog);
     this.w = new SlackWriter(this.client, options.log, options.linkPreviews === true, options.now);
     this.reactions = new SlackReactions(this.client, options.log);
-    // Stream writes never wait: one try, and a 429 leaves the text for the next write.
-    this.streams = new SlackStreams(
-      this.client,
-      this.w,
-      options.log,
-      (to, text) => this.w.postMessage(to, text, 'answer', {}, { attempts: 1 }),
-      options.linkPreviews === true,
-    );
+    this.streams = new SlackStreams(this.w, options.linkPreviews === true);
   }
 
   async post(to: InboundMessage, text: string, kind: PostKind, ledger: PieceLedger = memoryLedger()): Promise<string[]> {

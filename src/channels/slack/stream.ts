@@ -1,6 +1,4 @@
 import { cutAt } from '../../lib/text.js';
-import type { WebClient } from '@slack/web-api';
-import type { Logger } from '../../log.js';
 import type { InboundMessage, StreamShown } from '../types.js';
 import type { CallOptions } from './api.js';
 import { SlackRateLimited, SlackRefused, SlackUnknownOutcome } from './errors.js';
@@ -64,11 +62,8 @@ export class SlackStreams {
   private unavailable = false;
 
   constructor(
-    private readonly client: WebClient,
+    /** Every write goes through it (its client, its log, the conversation's pacer). */
     private readonly w: SlackWriter,
-    private readonly log: Logger,
-    /** Posts a message where the answer goes (chat.postMessage, one try); returns its ts. */
-    private readonly postNow: (to: InboundMessage, text: string) => Promise<string>,
     /**
      * Native streams allowed (LINK_PREVIEWS=1 only): chat.startStream takes no unfurl arguments,
      * so a link in a streamed answer could be fetched for a preview; a message posted with unfurls
@@ -114,13 +109,13 @@ export class SlackStreams {
       }
     } catch (err) {
       if (err instanceof SlackRateLimited) {
-        this.log.debug({ channel: to.conversation, retryAfterMs: err.retryAfterMs }, 'streaming paused by a 429');
+        this.w.log.debug({ channel: to.conversation, retryAfterMs: err.retryAfterMs }, 'streaming paused by a 429');
       } else if (sameIds(ids, shown.ids)) {
         throw err;
       } else {
         // A message was posted or deleted before the failure: the caller must learn it (a message it
         // does not know would keep its text beside the final answer), so this call returns what is shown.
-        this.log.warn({ err, channel: to.conversation }, 'a stream write failed after the messages changed');
+        this.w.log.warn({ err, channel: to.conversation }, 'a stream write failed after the messages changed');
       }
     }
     return { ids, texts: states.map((s) => s.shown) };
@@ -137,7 +132,7 @@ export class SlackStreams {
 
   /** The final text of a streamed message (chat.update, which may wait out a 429). */
   async replace(to: InboundMessage, ts: string, text: string): Promise<void> {
-    await this.whenNotStreaming(to, ts, 'chat.update', FINAL, () => this.client.chat.update({ channel: to.conversation, ts, text }));
+    await this.whenNotStreaming(to, ts, 'chat.update', FINAL, () => this.w.client.chat.update({ channel: to.conversation, ts, text }));
   }
 
   /** Deletes a streamed message the final answer does not need; one already gone counts as deleted. */
@@ -161,7 +156,7 @@ export class SlackStreams {
     if (state.mode === 'update' && text === state.shown) return;
     // chat.update answers streaming_state_conflict while the stream is open.
     if (state.open === true) await this.stop(to, ts, state, NOW_REPEATABLE);
-    await this.whenNotStreaming(to, ts, 'chat.update', NOW_REPEATABLE, () => this.client.chat.update({ channel: to.conversation, ts, text }));
+    await this.whenNotStreaming(to, ts, 'chat.update', NOW_REPEATABLE, () => this.w.client.chat.update({ channel: to.conversation, ts, text }));
     Object.assign(state, { mode: 'update', raw: segment, shown: text, open: false } satisfies MessageState);
   }
 
@@ -169,10 +164,10 @@ export class SlackStreams {
   private async append(to: InboundMessage, ts: string, state: MessageState, segment: string): Promise<boolean> {
     const added = segment.slice(state.raw.length);
     try {
-      await this.call(to, 'chat.appendStream', () => this.client.chat.appendStream({ channel: to.conversation, ts, markdown_text: escapePlain(added) }), NOW);
+      await this.call(to, 'chat.appendStream', () => this.w.client.chat.appendStream({ channel: to.conversation, ts, markdown_text: escapePlain(added) }), NOW);
     } catch (err) {
       if (err instanceof SlackRefused && err.code === STREAM_OVER) {
-        this.log.info({ channel: to.conversation, ts }, 'the stream ended; the message goes on with chat.update');
+        this.w.log.info({ channel: to.conversation, ts }, 'the stream ended; the message goes on with chat.update');
         state.open = false;
         return false;
       }
@@ -193,7 +188,7 @@ export class SlackStreams {
         const res = await this.call(
           to,
           'chat.startStream',
-          () => this.client.chat.startStream({ channel: to.conversation, thread_ts: thread, markdown_text: escapePlain(segment), ...recipient(to) }),
+          () => this.w.client.chat.startStream({ channel: to.conversation, thread_ts: thread, markdown_text: escapePlain(segment), ...recipient(to) }),
           NOW,
         );
         if (!res.ts) throw new SlackRefused('chat.startStream', 'no_ts_in_response');
@@ -203,7 +198,8 @@ export class SlackStreams {
       }
     }
     const text = updateText(segment, last, lead);
-    const id = await this.postNow(to, text);
+    // A stream write never waits: one try, and a 429 leaves the text for the next write.
+    const id = await this.w.postMessage(to, text, 'answer', {}, { attempts: 1 });
     return { id, state: this.remember(to, id, { mode: 'update', raw: segment, shown: text, open: false }) };
   }
 
@@ -212,7 +208,7 @@ export class SlackStreams {
     if (STREAMING_UNAVAILABLE.has(code)) this.unavailable = true;
     else if (STREAMING_NOT_HERE.has(code)) remember(this.noStream, to.conversation);
     else return false;
-    this.log.info({ channel: to.conversation, code }, 'Slack refused a native stream; the answer is streamed with chat.update');
+    this.w.log.info({ channel: to.conversation, code }, 'Slack refused a native stream; the answer is streamed with chat.update');
     return true;
   }
 
@@ -229,7 +225,7 @@ export class SlackStreams {
 
   private async stop(to: InboundMessage, ts: string, state: MessageState, options: CallOptions): Promise<void> {
     try {
-      await this.call(to, 'chat.stopStream', () => this.client.chat.stopStream({ channel: to.conversation, ts }), options);
+      await this.call(to, 'chat.stopStream', () => this.w.client.chat.stopStream({ channel: to.conversation, ts }), options);
     } catch (err) {
       if (!(err instanceof SlackRefused && err.code === STREAM_OVER)) throw err;
     }
@@ -239,7 +235,7 @@ export class SlackStreams {
   private async discard(to: InboundMessage, ts: string, state: MessageState, options: CallOptions): Promise<void> {
     if (state.open === true) await this.stop(to, ts, state, options);
     try {
-      await this.whenNotStreaming(to, ts, 'chat.delete', options, () => this.client.chat.delete({ channel: to.conversation, ts }));
+      await this.whenNotStreaming(to, ts, 'chat.delete', options, () => this.w.client.chat.delete({ channel: to.conversation, ts }));
     } catch (err) {
       if (!(err instanceof SlackRefused && err.code === 'message_not_found')) throw err;
     }
