@@ -37,6 +37,8 @@ export type JournalEntry =
   | StepRecord
   | { t: 'piece_start'; i: number }
   | { t: 'piece'; i: number; id: string }
+  /** Placeholder mode (Telegram): piece i's placeholder is posted; the piece is edited into it. */
+  | { t: 'piece_placed'; i: number; id: string }
   | { t: 'piece_failed'; i: number; how: 'unknown' | 'retry'; error: string }
   | { t: 'undeliverable'; error: string };
 
@@ -134,6 +136,7 @@ export class TurnJournal implements StepJournal {
     for (const e of this.entries) {
       if (e.t === 'piece_start') states.set(e.i, 'started');
       else if (e.t === 'piece') states.set(e.i, { posted: e.id });
+      else if (e.t === 'piece_placed') states.set(e.i, { placed: e.id });
       else if (e.t === 'piece_failed') {
         if (e.how === 'unknown') states.set(e.i, 'unknown');
         else states.delete(e.i);
@@ -145,9 +148,11 @@ export class TurnJournal implements StepJournal {
       else states.set(i, state);
     };
     return {
+      durable: true,
       state: (i) => states.get(i) ?? 'new',
       started: (i) => write({ t: 'piece_start', i }, 'started', i),
       posted: (i, id) => write({ t: 'piece', i, id }, { posted: id }, i),
+      placed: (i, id) => write({ t: 'piece_placed', i, id }, { placed: id }, i),
       failed: (i, how, error) => write({ t: 'piece_failed', i, how, error }, how === 'unknown' ? 'unknown' : undefined, i),
     };
   }

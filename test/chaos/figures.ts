@@ -1,4 +1,5 @@
 import { MAY_REPEAT_NOTE } from '../../src/channels/kit/pieces.js';
+import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
 import type { BotMessage } from '../fakes/telegram-server.js';
 import type { Freeze, Kill } from './scheduler.js';
 
@@ -53,6 +54,8 @@ export interface Figures {
   sendAgainAfterWrite: number;
   /** Status messages (sent silently) never deleted. */
   leftoverStatus: number;
+  /** Placeholders never edited into a piece (a worker killed after posting one, before it learnt its id): an orphan "…", never an answer. */
+  orphanPlaceholders: number;
   /** A few of the tokens behind each non-zero target figure, for looking them up in the logs. */
   examples: { lost: string[]; duplicates: string[]; repeated: string[] };
 }
@@ -129,6 +132,7 @@ export function computeFigures(input: FigureInputs): Figures {
       .flatMap((n) => n.tokens)
       .filter((t) => lines.has(t)).length,
     leftoverStatus: input.posts.filter((p) => p.silent && !p.deleted).length,
+    orphanPlaceholders: input.posts.filter((p) => !p.silent && !p.deleted && p.raw === PLACEHOLDER).length,
     examples: { lost: lost.slice(0, EXAMPLES), duplicates: duplicates.slice(0, EXAMPLES), repeated: repeated.slice(0, EXAMPLES) },
   };
 }
@@ -205,6 +209,7 @@ export function formatFigures(f: Figures, kills: readonly Kill[]): string {
     ['notices', f.notices.length],
     ['"send it again" after the line was written', f.sendAgainAfterWrite],
     ['leftover status messages', f.leftoverStatus],
+    ['orphan placeholders ("…")', f.orphanPlaceholders],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
   const lines = rows.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
+import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
 import { workspaceFolderName } from '../../src/tools/workspace.js';
 import { startFakeOpenAI } from '../fakes/openai-server.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram } from '../fakes/telegram-server.js';
@@ -135,10 +136,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       journalFile: (session) => journalPath(chatOf.get(session)!),
       log: o.log,
     });
+    // An answer is posted as its placeholder, then edited into it: the kills alternate between the
+    // two writes (the placeholder stored and its id not yet known; the edit made and not yet confirmed).
+    let holdFill = false;
     tg.holdResponses((call) => {
-      const answer = call.method === 'sendMessage' && call.body.disable_notification !== true && String(call.body.text).startsWith('done');
-      const session = answer ? sessionKeyOf({ platform: 'telegram', conversation: String(call.body.chat_id) }) : undefined;
-      return session !== undefined && scheduler.answerPosted(session) ? DELIVERY_HOLD_MS : 0;
+      const placeholder = call.method === 'sendMessage' && call.body.disable_notification !== true && call.body.text === PLACEHOLDER;
+      const fill = call.method === 'editMessageText' && String(call.body.text).startsWith('done');
+      if (!(holdFill ? fill : placeholder)) return 0;
+      const session = sessionKeyOf({ platform: 'telegram', conversation: String(call.body.chat_id) });
+      if (!scheduler.answerPosted(session)) return 0;
+      holdFill = !holdFill;
+      return DELIVERY_HOLD_MS;
     });
     const strikes = scheduler.run();
     await sendAll(tg, plan, rng, o.paceMs ?? defaultPace(o.kills, o.messages));

@@ -36,6 +36,10 @@ export interface RecordedCall {
   answeredAt?: number;
   /** The error_code it was answered with, if any. */
   error?: number;
+  /** sendMessage: the id of the message it posted. */
+  messageId?: number;
+  /** Held before it took effect, and its client was gone by then: it never took effect. */
+  dropped?: true;
 }
 
 export interface Fault {
@@ -129,6 +133,11 @@ export interface FakeTelegram {
    * at once. getUpdates is never held. `undefined` removes the hook.
    */
   holdResponses(hold: ((call: RecordedCall) => number) | undefined): void;
+  /**
+   * Opt-in: `hold(call)` ms to wait before a call takes effect; a call whose client is gone by
+   * then never takes effect (it never reached Telegram: `dropped`). getUpdates is never held.
+   */
+  holdRequests(hold: ((call: RecordedCall) => number) | undefined): void;
   addFile(file: FakeFile): void;
   /** Calls of one method, in order. */
   callsOf(method: string): RecordedCall[];
@@ -174,6 +183,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   let webhook: FakeTelegram['webhook'];
   let commands: FakeTelegram['commands'] = [];
   let hold: ((call: RecordedCall) => number) | undefined;
+  let holdRequest: ((call: RecordedCall) => number) | undefined;
   const callbackAnswers = new Map<string, { text?: string; show_alert?: boolean }>();
   const openQueries = new Set<string>();
 
@@ -233,6 +243,14 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         ...(fault.parameters && { parameters: fault.parameters }),
       });
     }
+    const beforeMs = method === 'getUpdates' ? 0 : (holdRequest?.(call) ?? 0);
+    if (beforeMs > 0) {
+      await new Promise((r) => setTimeout(r, beforeMs));
+      if (req.socket.destroyed) {
+        call.dropped = true;
+        return;
+      }
+    }
     const holdMs = method === 'getUpdates' ? 0 : (hold?.(call) ?? 0);
     return perform(method, body, call, holdMs > 0 ? heldResponse(res, holdMs) : res);
   }
@@ -289,6 +307,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         const parsed = parseText(body.text, body.parse_mode);
         if ('error' in parsed) return bad(parsed.error);
         const messageId = messageIdFor(chatId);
+        call.messageId = messageId;
         const replyTo = body.reply_parameters?.message_id;
         sent.push({
           chatId,
@@ -526,6 +545,9 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       });
       wake();
       return id;
+    },
+    holdRequests(fn) {
+      holdRequest = fn;
     },
     holdResponses(fn) {
       hold = fn;

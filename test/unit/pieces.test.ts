@@ -120,3 +120,102 @@ describe('sendPieces', () => {
     expect([ledger.state(0), ledger.state(1), ledger.state(2)]).toEqual([{ posted: 'first' }, { posted: 'id-1' }, { posted: 'id-2' }]);
   });
 });
+
+/**
+ * A chat whose messages are posted and edited (Telegram): `place` posts the placeholder, `fill`
+ * edits it; the writes told to fail take effect and lose their answer (`unknown`) or never leave
+ * (`retry`). `crashAfter` stops the delivery right after a write took effect, as a killed worker.
+ */
+function chat(failures: { place?: Record<number, WriteFailure>; fill?: Record<number, WriteFailure> } = {}) {
+  const messages = new Map<string, string>();
+  let places = 0;
+  let fills = 0;
+  const placeholder = {
+    place: async () => {
+      const fail = failures.place?.[places];
+      places++;
+      if (fail === 'retry') throw new Failing(fail);
+      const id = `m${messages.size + 1}`;
+      messages.set(id, '…');
+      if (fail) throw new Failing(fail);
+      return id;
+    },
+    fill: async (id: string, piece: string) => {
+      const fail = failures.fill?.[fills];
+      fills++;
+      if (fail === 'retry') throw new Failing(fail);
+      messages.set(id, piece);
+      if (fail) throw new Failing(fail);
+    },
+  };
+  const send = async () => {
+    throw new Error('a piece of a durable ledger is never sent directly');
+  };
+  return { messages, placeholder, send, shown: () => [...messages.values()], writes: () => places + fills };
+}
+const durable = () => ({ ...memoryLedger(), durable: true });
+
+describe('sendPieces in placeholder mode (a create without idempotency key, messages that cannot be looked up)', () => {
+  it('with a durable ledger each piece is placed, then edited into its placeholder; a second delivery writes nothing', async () => {
+    const ledger = durable();
+    const c = chat();
+    expect(await sendPieces(['a', 'b'], ledger, { send: c.send, classify, placeholder: c.placeholder })).toEqual(['m1', 'm2']);
+    expect(c.shown()).toEqual(['a', 'b']);
+    await sendPieces(['a', 'b'], ledger, { send: c.send, classify, placeholder: c.placeholder });
+    expect(c.writes()).toBe(4);
+  });
+
+  it('with a ledger that dies with the process the piece is sent directly (nobody could read a placeholder id back)', async () => {
+    const p = platform();
+    const c = chat();
+    await sendPieces(['a'], memoryLedger(), { send: p.send, classify, placeholder: c.placeholder });
+    expect([p.posted, c.shown()]).toEqual([['a'], []]);
+  });
+
+  it('a placeholder whose outcome is unknown is placed again: one orphan placeholder, the piece once, no may-repeat note', async () => {
+    const c = chat({ place: { 0: 'unknown' } });
+    expect(await sendPieces(['a', 'b'], durable(), { send: c.send, classify, placeholder: c.placeholder })).toEqual(['m2', 'm3']);
+    expect(c.shown()).toEqual(['…', 'a', 'b']);
+  });
+
+  it('a worker killed after its placeholder landed, before its id was kept: the next delivery places again and answers once', async () => {
+    const ledger = durable();
+    const c = chat();
+    await ledger.started(0);
+    await c.placeholder.place(); // landed; the worker died before ledger.placed
+    expect(await sendPieces(['a'], ledger, { send: c.send, classify, placeholder: c.placeholder })).toEqual(['m2']);
+    expect(c.shown()).toEqual(['…', 'a']);
+  });
+
+  it('a worker killed after the edit landed, before posted was kept: the edit is repeated (no change) and nothing is orphaned', async () => {
+    const ledger = durable();
+    const c = chat();
+    await ledger.started(0);
+    const id = await c.placeholder.place();
+    await ledger.placed(0, id);
+    await c.placeholder.fill(id, 'a');
+    expect(await sendPieces(['a'], ledger, { send: c.send, classify, placeholder: c.placeholder })).toEqual(['m1']);
+    expect(c.shown()).toEqual(['a']);
+    expect(ledger.state(0)).toEqual({ posted: 'm1' });
+  });
+
+  it('an edit with an unknown outcome is repeated at once; a placeholder that never left is thrown for later, the piece new again', async () => {
+    const c = chat({ fill: { 0: 'unknown' } });
+    expect(await sendPieces(['a'], durable(), { send: c.send, classify, placeholder: c.placeholder })).toEqual(['m1']);
+    expect(c.shown()).toEqual(['a']);
+
+    const ledger = durable();
+    const d = chat({ place: { 0: 'retry' } });
+    await expect(sendPieces(['a'], ledger, { send: d.send, classify, placeholder: d.placeholder })).rejects.toMatchObject({ how: 'retry' });
+    expect(ledger.state(0)).toBe('new');
+    await sendPieces(['a'], ledger, { send: d.send, classify, placeholder: d.placeholder });
+    expect(d.shown()).toEqual(['a']);
+  });
+
+  it('a resendable piece (a streamed message to edit) goes through send, not a placeholder', async () => {
+    const p = platform();
+    const c = chat();
+    await sendPieces(['a', 'b'], durable(), { send: p.send, classify, placeholder: c.placeholder, resendable: (i) => i === 0 });
+    expect([p.posted, c.shown()]).toEqual([['a'], ['b']]);
+  });
+});

@@ -1,5 +1,5 @@
 import { splitMessage } from '../kit/chunk.js';
-import { sendPieces, type PieceLedger } from '../kit/pieces.js';
+import { postedId, sendPieces, type PieceLedger } from '../kit/pieces.js';
 import type { InboundMessage, PostKind } from '../types.js';
 import { discordWriteFailure, InteractionGoneAt, safeError } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
@@ -86,10 +86,7 @@ async function interactionPieces(
     return { posted };
   } catch (err) {
     if (!(err instanceof InteractionGoneAt)) throw err;
-    const posted = pieces.slice(0, err.index).flatMap((_, k) => {
-      const state = ledger.state(k);
-      return typeof state === 'object' ? [state.posted] : [];
-    });
+    const posted = pieces.slice(0, err.index).flatMap((_, k) => postedId(ledger.state(k)) ?? []);
     return { posted, gone: err.index };
   }
 }

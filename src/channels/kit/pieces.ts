@@ -14,14 +14,25 @@ export type WriteFailure =
   /** Certainly not performed (a 429 longer than we wait, a request that never left): try again later. */
   | 'retry';
 
-/** posted: the platform confirmed it · started: an attempt began and never learned the outcome · unknown: an attempt failed without an outcome · new. */
-export type PieceState = { posted: string } | 'started' | 'unknown' | 'new';
+/**
+ * posted: the platform confirmed it · placed: its placeholder is posted (placeholder mode), the
+ * piece not yet edited in · started: an attempt began and never learned the outcome · unknown: an
+ * attempt failed without an outcome · new.
+ */
+export type PieceState = { posted: string } | { placed: string } | 'started' | 'unknown' | 'new';
+
+/** The platform id of a piece known posted, else undefined. */
+export const postedId = (state: PieceState): string | undefined => (typeof state === 'object' && 'posted' in state ? state.posted : undefined);
 
 export interface PieceLedger {
+  /** The ledger outlives the process (the turn's journal), so a resuming run reads what this one wrote. */
+  readonly durable: boolean;
   state(index: number): PieceState;
   /** Written before the piece is sent. */
   started(index: number): Promise<void>;
   posted(index: number, id: string): Promise<void>;
+  /** Placeholder mode: the piece's placeholder was posted with this id; the piece is edited into it next. */
+  placed(index: number, id: string): Promise<void>;
   /** `unknown`: nobody knows whether it landed (it is resolved before anything follows it); `retry`: the piece is new again. */
   failed(index: number, how: 'unknown' | 'retry', error: string): Promise<void>;
 }
@@ -30,9 +41,11 @@ export interface PieceLedger {
 export function memoryLedger(): PieceLedger {
   const states = new Map<number, PieceState>();
   return {
+    durable: false,
     state: (i) => states.get(i) ?? 'new',
     started: async (i) => void states.set(i, 'started'),
     posted: async (i, id) => void states.set(i, { posted: id }),
+    placed: async (i, id) => void states.set(i, { placed: id }),
     failed: async (i, how) => void (how === 'unknown' ? states.set(i, 'unknown') : states.delete(i)),
   };
 }
@@ -57,6 +70,21 @@ export interface SendPiecesOptions {
   find?: (piece: string, index: number) => Promise<string | null | undefined>;
   /** The platform's length limit for one piece: the may-repeat note leads a piece only where it fits. */
   limit?: number;
+  /**
+   * Placeholder mode, for a platform whose create has no idempotency key and whose messages cannot
+   * be looked up (Telegram): with a durable ledger, a new piece is first posted as a short
+   * placeholder whose id the ledger keeps, then edited into the piece (an edit can be repeated).
+   * A placeholder whose outcome nobody learnt is posted again: one orphan placeholder at worst,
+   * never a lost or doubled answer.
+   */
+  placeholder?: Placeholder;
+}
+
+export interface Placeholder {
+  /** Posts the placeholder of piece `index` (a new message: the person's notification): its id. */
+  place(index: number): Promise<string>;
+  /** Edits the piece into its placeholder; repeating it after it landed changes nothing. */
+  fill(id: string, piece: string, index: number): Promise<void>;
 }
 
 /**
@@ -85,8 +113,13 @@ export async function sendPieces(pieces: readonly string[], ledger: PieceLedger,
   for (const [k, piece] of pieces.entries()) {
     const i = (options.offset ?? 0) + k;
     const state = ledger.state(i);
-    if (typeof state === 'object') {
-      ids.push(state.posted);
+    const posted = postedId(state);
+    if (posted !== undefined) {
+      ids.push(posted);
+      continue;
+    }
+    if (options.placeholder && ledger.durable && !resendable(i)) {
+      ids.push(await viaPlaceholder(piece, i, ledger, options, options.placeholder));
       continue;
     }
     let text = piece;
@@ -103,6 +136,43 @@ export async function sendPieces(pieces: readonly string[], ledger: PieceLedger,
     ids.push(id);
   }
   return ids;
+}
+
+/** A piece through its placeholder: placed (again, when the earlier placeholder's outcome is unknown), filled, posted. */
+async function viaPlaceholder(piece: string, i: number, ledger: PieceLedger, options: SendPiecesOptions, p: Placeholder): Promise<string> {
+  const state = ledger.state(i);
+  let id = typeof state === 'object' && 'placed' in state ? state.placed : undefined;
+  if (id === undefined) {
+    if (state === 'started') await ledger.failed(i, 'unknown', 'an earlier attempt was interrupted while posting its placeholder');
+    id = await writeTwice(i, ledger, options, async () => {
+      await options.ready?.(i);
+      await ledger.started(i);
+      const placed = await p.place(i);
+      await ledger.placed(i, placed);
+      return placed;
+    });
+  }
+  const filled = id;
+  await writeTwice(i, ledger, options, () => p.fill(filled, piece, i));
+  await ledger.posted(i, filled);
+  return filled;
+}
+
+/**
+ * A write that may simply be repeated (an edit; a placeholder, whose orphan is harmless): a second
+ * try after an unknown outcome; a failure that may be retried later leaves the piece for then.
+ */
+async function writeTwice<T>(i: number, ledger: PieceLedger, options: SendPiecesOptions, write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      const how = options.classify(err);
+      // Only a placeholder's post leaves the piece started; a fill failure leaves it placed.
+      if (ledger.state(i) === 'started' && how !== 'refused') await ledger.failed(i, how, err instanceof Error ? err.message : String(err));
+      if (how !== 'unknown' || attempt >= 2) throw err;
+    }
+  }
 }
 
 /** Asks the platform whether an unknown piece landed: its id, or the text to send (the piece, or the piece with the note). */

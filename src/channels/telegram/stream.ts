@@ -57,25 +57,26 @@ export async function finishStream(
   // A draft is a preview, not a message: the answer is posted as one (the draft gives way to it).
   if (shown.ids.some(isDraft)) return w.postPieces(to, text, ledger);
   const pieces = splitMessage(text, PIECE_LIMIT);
-  let target = to;
+  const target = { to };
   const ids = await sendPieces(pieces, ledger, {
     classify: telegramWriteFailure,
     limit: TELEGRAM_TEXT_LIMIT,
     resendable: (i) => i < shown.ids.length,
     // A new message waits for its turn before it is marked started (an edit paces itself and may be repeated).
     ready: async (i) => {
-      if (i >= shown.ids.length) await w.pacer.turn(paceKey(chatIdOf(target)), MAX_FLOOD_WAIT_MS);
+      if (i >= shown.ids.length) await w.pacer.turn(paceKey(chatIdOf(target.to)), MAX_FLOOD_WAIT_MS);
     },
     send: async (piece, i) => {
       const id = shown.ids[i];
       if (id !== undefined) {
-        await editPiece(w, to, id, piece);
+        await w.editPiece(to, id, piece);
         return id;
       }
-      const sent = await w.sendPiece(target, piece, false, true);
-      target = sent.to;
+      const sent = await w.sendPiece(target.to, piece, false, true);
+      target.to = sent.to;
       return sent.id;
     },
+    placeholder: w.placeholder(target, () => false),
   });
   for (const extra of shown.ids.slice(pieces.length)) {
     await remove(to, extra).catch((err: unknown) =>
@@ -110,32 +111,6 @@ async function streamDraft(w: TelegramWriter, to: InboundMessage, text: string, 
     return shown;
   }
   return { ids: [id], texts: [display] };
-}
-
-/** A streamed message becomes a final piece: HTML as sendPiece renders it, plain when Telegram refuses the entities. */
-async function editPiece(w: TelegramWriter, to: InboundMessage, messageId: string, piece: string): Promise<void> {
-  const chatId = chatIdOf(to);
-  const { html, fits } = rendered(piece);
-  const edit = (text: string, asHtml: boolean) =>
-    w.paced(
-      chatId,
-      'editMessageText',
-      () => w.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }), ...w.previews('answer') }),
-      {
-        idempotent: true,
-      },
-    );
-  try {
-    await edit(fits ? html : piece, fits);
-  } catch (err) {
-    const failure = classifyTelegramError(err);
-    if (failure.kind === 'not_modified') return;
-    if (!fits || (failure.kind !== 'bad_entities' && failure.kind !== 'too_long')) throw err;
-    w.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; editing it in as plain text');
-    await edit(piece, false).catch((e: unknown) => {
-      if (classifyTelegramError(e).kind !== 'not_modified') throw e;
-    });
-  }
 }
 
 /** A streamed "message" that is a draft: `draft:<draft_id>`. */

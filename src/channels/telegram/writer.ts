@@ -3,7 +3,7 @@ import type { Logger } from '../../log.js';
 import { splitMessage } from '../kit/chunk.js';
 import { ConversationPacer } from '../kit/pacer.js';
 import { previewsAllowed, type PreviewKind } from '../kit/link-previews.js';
-import { memoryLedger, sendPieces, type PieceLedger } from '../kit/pieces.js';
+import { memoryLedger, sendPieces, type PieceLedger, type Placeholder } from '../kit/pieces.js';
 import type { CallFailure } from '../kit/retry.js';
 import type { InboundMessage } from '../types.js';
 import { classifyTelegramError, describeTelegramError, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
@@ -21,6 +21,12 @@ export const PIECE_LIMIT = 4000;
  */
 export const PRIVATE_CHAT_GAP_MS = 1_100;
 export const GROUP_CHAT_GAP_MS = 3_100;
+/**
+ * What a piece of a journaled reply shows for the moment between its post and its edit (see
+ * TelegramWriter.placeholder): also what an orphan shows in the rare case a worker dies between
+ * posting it and hearing its id.
+ */
+export const PLACEHOLDER = '…';
 /** Longest a write waits for its turn in a flooded chat before trying anyway (the retry helper has the same cap per 429). */
 export const MAX_FLOOD_WAIT_MS = 300_000;
 
@@ -88,17 +94,74 @@ export class TelegramWriter {
 
   /** An answer or notice in pieces, each through `ledger`; a group that became a supergroup is followed. */
   postPieces(to: InboundMessage, text: string, ledger: PieceLedger = memoryLedger()): Promise<string[]> {
-    let target = to;
+    const target = { to };
     return sendPieces(splitMessage(text, PIECE_LIMIT), ledger, {
       classify: telegramWriteFailure,
       limit: TELEGRAM_TEXT_LIMIT,
-      ready: () => this.pacer.turn(paceKey(chatIdOf(target)), MAX_FLOOD_WAIT_MS),
+      ready: () => this.pacer.turn(paceKey(chatIdOf(target.to)), MAX_FLOOD_WAIT_MS),
       send: async (piece, i) => {
-        const sent = await this.sendPiece(target, piece, i === 0, true);
-        target = sent.to;
+        const sent = await this.sendPiece(target.to, piece, i === 0, true);
+        target.to = sent.to;
         return sent.id;
       },
+      placeholder: this.placeholder(target, (i) => i === 0),
     });
+  }
+
+  /**
+   * Telegram's sendMessage has no idempotency key and a chat's messages cannot be listed, so a
+   * piece of a journaled reply is posted as PLACEHOLDER first (its id journaled: the person's
+   * notification) and then edited into the piece; see ../kit/pieces.ts. `target` follows a group
+   * that became a supergroup.
+   */
+  placeholder(target: { to: InboundMessage }, replies: (index: number) => boolean): Placeholder {
+    return {
+      place: async (i) => {
+        try {
+          return await this.send(target.to, PLACEHOLDER, { html: false, notify: true, reply: replies(i), previews: 'answer', turnTaken: true });
+        } catch (err) {
+          const failure = classifyTelegramError(err);
+          if (failure.kind !== 'migrated') throw err;
+          target.to = movedTo(target.to, failure.chatId);
+          return this.send(target.to, PLACEHOLDER, { html: false, notify: true, reply: false, previews: 'answer' });
+        }
+      },
+      fill: async (id, piece) => {
+        try {
+          await this.editPiece(target.to, id, piece);
+        } catch (err) {
+          const failure = classifyTelegramError(err);
+          if (failure.kind !== 'migrated') throw err;
+          target.to = movedTo(target.to, failure.chatId);
+          await this.editPiece(target.to, id, piece);
+        }
+      },
+    };
+  }
+
+  /** A piece edited into a message (a placeholder, a streamed message): HTML as sendPiece renders it, plain when Telegram refuses the entities. Repeatable. */
+  async editPiece(to: InboundMessage, messageId: string, piece: string): Promise<void> {
+    const chatId = chatIdOf(to);
+    const { html, fits } = rendered(piece);
+    const edit = (text: string, asHtml: boolean) =>
+      this.paced(
+        chatId,
+        'editMessageText',
+        () => this.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }), ...this.previews('answer') }),
+        { idempotent: true },
+      );
+    const unlessNotModified = (err: unknown) => {
+      if (classifyTelegramError(err).kind !== 'not_modified') throw err;
+    };
+    try {
+      await edit(fits ? html : piece, fits);
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      if (failure.kind === 'not_modified') return;
+      if (!fits || (failure.kind !== 'bad_entities' && failure.kind !== 'too_long')) throw err;
+      this.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; editing it in as plain text');
+      await edit(piece, false).catch(unlessNotModified);
+    }
   }
 
   /** One piece of an answer: HTML when it renders within the limit, plain text when Telegram refuses the entities. */

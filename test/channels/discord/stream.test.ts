@@ -5,7 +5,7 @@ import { ORIGINAL } from '../../../src/channels/discord/ids.js';
 import { normaliseCommand, normaliseMessage } from '../../../src/channels/discord/inbound.js';
 import { parseStreamed } from '../../../src/channels/discord/stream-layout.js';
 import type { InboundMessage, StreamShown } from '../../../src/channels/types.js';
-import { memoryLedger, type PieceLedger } from '../../../src/channels/kit/pieces.js';
+import { memoryLedger, postedId, type PieceLedger } from '../../../src/channels/kit/pieces.js';
 import { createLogger } from '../../../src/log.js';
 import { startFakeDiscord, type FakeDiscord, type FakeInteraction } from '../../fakes/discord-server.js';
 
@@ -481,8 +481,8 @@ describe('Discord streamed answers: a slash command (the interaction webhook)', 
 function copyLedger(from: PieceLedger, n: number): PieceLedger {
   const copy = memoryLedger();
   for (let i = 0; i < n; i++) {
-    const state = from.state(i);
-    if (typeof state === 'object') void copy.posted(i, state.posted);
+    const id = postedId(from.state(i));
+    if (id !== undefined) void copy.posted(i, id);
   }
   return copy;
 }

@@ -2,6 +2,7 @@ import { startStack, type Stack } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { BOT_ID, BOT_USERNAME, startFakeTelegram, TOKEN, type FakeTelegram, type RecordedCall } from '../../fakes/telegram-server.js';
 import type { ChatMessage } from '../../../src/agent/types.js';
+import { PLACEHOLDER } from '../../../src/channels/telegram/writer.js';
 
 export const ADA = { id: 4242, is_bot: false, first_name: 'Ada', username: 'ada' };
 export const BOB = { id: 4343, is_bot: false, first_name: 'Bob' };
@@ -51,9 +52,28 @@ export class TelegramHarness {
     return this.tg.calls.filter((c) => Number(c.body?.chat_id) === chatId);
   }
 
-  /** Answers and notices posted in a chat (not status messages), successfully, in order. */
+  /**
+   * Answers and notices posted in a chat (not status messages), successfully, in order. A piece
+   * posted as a placeholder and edited into the piece (a journaled reply) is its sendMessage with
+   * the body of its first edit; a placeholder not (yet) filled is not an answer.
+   */
   answers(chatId: number): RecordedCall[] {
-    return this.callsFor(chatId).filter((c) => c.method === 'sendMessage' && c.error === undefined && c.body.disable_notification !== true);
+    const calls = this.callsFor(chatId);
+    return calls
+      .filter((c) => c.method === 'sendMessage' && c.error === undefined && c.body.disable_notification !== true)
+      .flatMap((c) => {
+        if (c.body.text !== PLACEHOLDER) return [c];
+        const fill = calls.find((e) => e.method === 'editMessageText' && e.error === undefined && Number(e.body.message_id) === c.messageId);
+        if (!fill) return [];
+        const { message_id: _id, ...edit } = fill.body;
+        const { text: _text, parse_mode: _mode, ...placed } = c.body;
+        return [{ ...c, body: { ...placed, ...edit } }];
+      });
+  }
+
+  /** Placeholders posted in a chat that were never edited into a piece (orphans of a worker killed mid-post). */
+  orphans(chatId: number): number {
+    return this.tg.sent.filter((m) => m.chatId === chatId && !m.deleted && m.raw === PLACEHOLDER && m.edits === 0).length;
   }
 
   /** The user texts of each model request, in order. */

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INCOMPLETE_MARK } from '../../../src/run/delivery/reply.js';
 import { GROUP_CHAT_GAP_MS, PRIVATE_CHAT_GAP_MS, STILL_WRITING } from '../../../src/channels/telegram/outbound.js';
+import { PLACEHOLDER } from '../../../src/channels/telegram/writer.js';
 import { waitFor } from '../../helpers/processes.js';
 import { TelegramHarness } from './harness.js';
 import { BOT_USERNAME } from '../../fakes/telegram-server.js';
@@ -123,12 +124,15 @@ describe('telegram: STREAM_ANSWERS (the default) shows the answer as it is writt
     expect(h.stack.fake.requests.filter((r) => JSON.stringify(r.body.messages).includes('long answer please, failing')).length).toBe(3);
   });
 
-  it('a short answer is not streamed: it is posted once, as before', async () => {
+  it('a short answer is not streamed: it is posted once, as a placeholder the answer is edited into', async () => {
     const chat = 4105;
     h.stack.fake.script([{ content: 'Short and sweet.' }]);
     h.dm(chat, 'hi');
     await waitFor('the answer', () => h.answers(chat).length === 1, 20_000);
-    expect(writes(chat).map((c) => c.method)).toEqual(['sendMessage']);
+    expect(writes(chat).map((c) => [c.method, c.body.text])).toEqual([
+      ['sendMessage', PLACEHOLDER],
+      ['editMessageText', 'Short and sweet.'],
+    ]);
   });
 });
 
@@ -159,6 +163,7 @@ describe('telegram with TELEGRAM_DRAFTS=1: a private chat streams the answer as 
     const answers = h.tg.sent.filter((m) => m.chatId === chat && !m.silent);
     expect(answers.map((m) => m.text)).toEqual([`Summary\n\n${ANSWER}`]);
     expect(answers[0]!.parseMode).toBe('HTML');
-    expect(answers[0]!.edits).toBe(0);
+    // Posted as its placeholder, then edited into the answer once: never a draft turned into a message by edits.
+    expect(answers[0]!.edits).toBe(1);
   });
 });

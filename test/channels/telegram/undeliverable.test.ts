@@ -21,8 +21,9 @@ describe('telegram: a reply Telegram refuses for good does not hold its session'
   it('is settled as undeliverable (run record, metric, a failed job never retried) and the next message is answered', async () => {
     const chat = 3001;
     // Every attempt to post the first answer is refused as a blocked bot would be.
+    // (The answer is edited into its placeholder: the edit carries its text.)
     h.tg.fault({
-      method: 'sendMessage',
+      method: 'editMessageText',
       when: (b) => String(b.text).includes('first'),
       status: 403,
       description: 'Forbidden: bot was blocked by the user',
@@ -33,7 +34,7 @@ describe('telegram: a reply Telegram refuses for good does not hold its session'
     h.dm(chat, 'the second question');
 
     await waitFor('the second answer', () => h.answers(chat).some((c) => c.body.text === 'ack: the second question'), 20_000);
-    const refused = h.callsFor(chat).filter((c) => c.method === 'sendMessage' && c.error === 403);
+    const refused = h.callsFor(chat).filter((c) => c.method === 'editMessageText' && c.error === 403);
     expect(refused).toHaveLength(1);
     const job = await waitFor('the first job', async () => (await h.stack.queue.getJobs(['failed'])).find((j) => j.failedReason?.startsWith('undeliverable')));
     expect(job!.failedReason).toMatch(/^undeliverable: .*403.*blocked/);
