@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BotMessage } from '../fakes/telegram-server.js';
 import { computeFigures, targetsMet, type SentMessage } from './figures.js';
+import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
 
 const CHAT = 1;
 const messages: SentMessage[] = ['s0-m1-aaaa', 's0-m2-bbbb', 's0-m3-cccc'].map((token, i) => ({ token, session: 'telegram:1', chatId: CHAT, seq: i + 1 }));
@@ -50,5 +51,10 @@ describe('chaos figures', () => {
       sendAgainAfterWrite: 1,
       answeredOnce: 1,
     });
+  });
+
+  it('an orphan placeholder is counted apart and stands for no message: the message behind it is still lost', () => {
+    const f = figures([post('done s0-m1-aaaa'), post(PLACEHOLDER), post('done s0-m3-cccc')], 's0-m1-aaaa\ns0-m2-bbbb\ns0-m3-cccc\nEND\n');
+    expect({ orphans: f.orphanPlaceholders, notices: f.notices, lost: f.lost }).toEqual({ orphans: 1, notices: [], lost: 1 });
   });
 });

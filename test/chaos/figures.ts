@@ -151,7 +151,8 @@ function attributeNotices(messages: readonly SentMessage[], posts: readonly BotM
       .sort((a, b) => a.seq - b.seq)
       .map((m) => m.token);
     let cursor = 0;
-    for (const post of posts.filter((p) => p.chatId === chatId && !p.silent)) {
+    // A placeholder (filled later, or an orphan) stands for no message: only its piece does.
+    for (const post of posts.filter((p) => p.chatId === chatId && !p.silent && p.raw !== PLACEHOLDER)) {
       if (isAnswer(post)) {
         cursor = Math.max(cursor, ...tokensIn(post.text).map((t) => order.indexOf(t) + 1));
         continue;

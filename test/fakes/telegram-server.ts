@@ -139,6 +139,8 @@ export interface FakeTelegram {
    */
   holdRequests(hold: ((call: RecordedCall) => number) | undefined): void;
   addFile(file: FakeFile): void;
+  /** The bot's messages in one chat, in order. */
+  sentTo(chatId: number): readonly BotMessage[];
   /** Calls of one method, in order. */
   callsOf(method: string): RecordedCall[];
   /** getUpdates calls waiting right now. */
@@ -168,10 +170,19 @@ interface PendingPoll {
   call: RecordedCall;
 }
 
-export async function startFakeTelegram(options: { token?: string } = {}): Promise<FakeTelegram> {
+export async function startFakeTelegram(options: { token?: string; keepCalls?: boolean } = {}): Promise<FakeTelegram> {
   const token = options.token ?? TOKEN;
   const calls: RecordedCall[] = [];
   const sent: BotMessage[] = [];
+  // By chat: an edit or delete finds its message without scanning every chat's (a soak posts hundreds of thousands).
+  const sentByChat = new Map<number, BotMessage[]>();
+  const post = (m: BotMessage) => {
+    sent.push(m);
+    const list = sentByChat.get(m.chatId) ?? [];
+    list.push(m);
+    sentByChat.set(m.chatId, list);
+  };
+  const findSent = (chatId: number, messageId: number) => sentByChat.get(chatId)?.find((m) => m.messageId === messageId && !m.deleted);
   const drafts: { chatId: number; draftId: number; text: string }[] = [];
   const faults: Fault[] = [];
   const files = new Map<string, FakeFile & { path: string }>();
@@ -216,7 +227,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     const body = 'error' in parsed ? {} : parsed.body;
     const method = match[2]!;
     const call: RecordedCall = { method, body, at: Date.now() };
-    calls.push(call);
+    if (options.keepCalls !== false) calls.push(call);
     const answer = (status: number, payload: any) => {
       call.answeredAt = Date.now();
       if (!payload.ok) call.error = payload.error_code;
@@ -309,7 +320,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         const messageId = messageIdFor(chatId);
         call.messageId = messageId;
         const replyTo = body.reply_parameters?.message_id;
-        sent.push({
+        post({
           chatId,
           messageId,
           text: parsed.text,
@@ -326,7 +337,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       }
       case 'editMessageText': {
         const chatId = Number(body.chat_id);
-        const target = sent.find((m) => m.chatId === chatId && m.messageId === Number(body.message_id) && !m.deleted);
+        const target = findSent(chatId, Number(body.message_id));
         if (!target) return bad('message to edit not found');
         if (target.file) return bad('there is no text in the message to edit');
         const parsed = parseText(body.text, body.parse_mode);
@@ -347,7 +358,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
         return ok({ ...messageObject(chatId, target.messageId, parsed.text, body), edit_date: Math.floor(Date.now() / 1000) });
       }
       case 'deleteMessage': {
-        const target = sent.find((m) => m.chatId === Number(body.chat_id) && m.messageId === Number(body.message_id) && !m.deleted);
+        const target = findSent(Number(body.chat_id), Number(body.message_id));
         if (!target) return bad('message to delete not found');
         target.deleted = true;
         return ok(true);
@@ -405,7 +416,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     files.set(fileId, { fileId, bytes: upload.bytes, path: `${kind}s/file_${files.size + 1}` });
     const mime = documentMime(upload);
     const replyTo = body.reply_parameters?.message_id;
-    sent.push({
+    post({
       chatId,
       messageId,
       text: caption?.text ?? '',
@@ -545,6 +556,9 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       });
       wake();
       return id;
+    },
+    sentTo(chatId) {
+      return sentByChat.get(chatId) ?? [];
     },
     holdRequests(fn) {
       holdRequest = fn;
