@@ -53,6 +53,8 @@ export interface RecordedRequest {
   auth: string | undefined;
   status: number;
   at: number;
+  /** Held before it took effect (holdRequests), and its client was gone by then: it never took effect. */
+  dropped?: true;
 }
 
 export interface RecordedFile {
@@ -206,6 +208,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
   const commands = { global: [] as any[], guild: new Map<string, any[]>() };
   const failures: Failure[] = [];
   let seq = 0;
+  // Opt-in: ms to hold a REST request before it takes effect, or its response after it did (to stop a client in between).
+  let holdRequest: ((req: RecordedRequest) => number) | undefined;
+  let holdResponse: ((req: RecordedRequest) => number) | undefined;
 
   // ---------------------------------------------------------------- gateway state
   const gateway = {
@@ -663,8 +668,19 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       at: Date.now(),
     };
     requests.push(recorded);
+    const before = holdRequest?.(recorded) ?? 0;
+    if (before > 0) {
+      await new Promise((r) => setTimeout(r, before));
+      if (req.socket.destroyed) {
+        recorded.dropped = true;
+        return;
+      }
+    }
     const reply = await route(recorded, url.pathname.startsWith('/api/v10/'));
     recorded.status = reply.status;
+    const after = holdResponse?.(recorded) ?? 0;
+    if (after > 0) await new Promise((r) => setTimeout(r, after));
+    if (res.destroyed) return;
     send(res, reply);
   }
 
@@ -904,6 +920,14 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     },
     fail(f: Failure): void {
       failures.push(f);
+    },
+    /** `hold(req)` ms to wait before a REST request takes effect; one whose client is gone by then never does (`dropped`). `undefined` removes it. */
+    holdRequests(hold: ((req: RecordedRequest) => number) | undefined): void {
+      holdRequest = hold;
+    },
+    /** `hold(req)` ms to wait before answering a REST request that has taken effect. `undefined` removes it. */
+    holdResponses(hold: ((req: RecordedRequest) => number) | undefined): void {
+      holdResponse = hold;
     },
     addAttachment(name: string, bytes: Buffer) {
       attachments.set(name, bytes);
