@@ -86,6 +86,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     STREAM_ANSWERS: '0',
     PORT: '0',
     LOG_LEVEL: 'info',
+    // A diagnosis aid: e.g. SOAK_NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2 to take heap snapshots of a growing process.
+    ...(process.env.SOAK_NODE_OPTIONS && { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS }),
   };
   const procs: Proc[] = [];
   try {
