@@ -13,6 +13,8 @@ export interface SoakOptions {
   turns: number;
   sessions: number;
   workers: number;
+  /** WORKER_CONCURRENCY of each worker: a run holds its slot while it waits for its chat's turn (about a second in a DM). */
+  concurrency: number;
   /** Sessions with a message in flight at once (the load). */
   inFlight: number;
   /** An RSS sample of every process each this many turns. */
@@ -86,6 +88,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     STREAM_ANSWERS: '0',
     PORT: '0',
     LOG_LEVEL: 'info',
+    WORKER_CONCURRENCY: String(o.concurrency),
     // A diagnosis aid: e.g. SOAK_NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2 to take heap snapshots of a growing process.
     ...(process.env.SOAK_NODE_OPTIONS && { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS }),
   };

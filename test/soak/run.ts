@@ -1,7 +1,7 @@
 // npm run soak: a gateway and workers through the fake Bot API for many turns, the RSS of each
 // process sampled (issue 29). Prints the curve and one JSON line; exits 1 when a process grew more
 // than --bound percent past its RSS at --baseline turns, or a turn was answered twice or not at all.
-// Options: --turns N --sessions N --workers N --in-flight N --sample-every N --baseline N --bound P,
+// Options: --turns N --sessions N --workers N --concurrency N (WORKER_CONCURRENCY) --in-flight N --sample-every N --baseline N --bound P,
 // --json (only the JSON line on stdout).
 import { parseArgs } from 'node:util';
 import { runSoak } from './harness.js';
@@ -11,6 +11,7 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '100000' },
     sessions: { type: 'string', default: '5000' },
     workers: { type: 'string', default: '2' },
+    concurrency: { type: 'string', default: '32' },
     'in-flight': { type: 'string', default: '200' },
     'sample-every': { type: 'string', default: '2500' },
     baseline: { type: 'string', default: '10000' },
@@ -33,6 +34,7 @@ const result = await runSoak({
   turns: whole('turns', 1),
   sessions: whole('sessions', 1),
   workers: whole('workers', 1),
+  concurrency: whole('concurrency', 1),
   inFlight: whole('in-flight', 1),
   sampleEvery: whole('sample-every', 1),
   baselineAt: whole('baseline', 0),
