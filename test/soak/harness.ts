@@ -22,6 +22,8 @@ export interface SoakOptions {
   /** The turn count whose sample is the baseline the bound is measured against. */
   baselineAt: number;
   log: (line: string) => void;
+  /** Aborted (Ctrl-C): the run stops early, and still stops what it started. */
+  signal?: AbortSignal;
 }
 
 export interface RssSample {
@@ -119,6 +121,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         await sample(done);
       }
       for (const p of procs) if (p.child.exitCode !== null) throw new Error(`${p.name} exited with ${p.child.exitCode}`);
+      o.signal?.throwIfAborted();
     });
     if (samples.at(-1)!.turns !== drive.done) await sample(drive.done);
     const { duplicates, unanswered } = drive.audit();

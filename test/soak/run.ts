@@ -30,7 +30,11 @@ const whole = (name: keyof typeof values, min: number): number => {
 };
 
 const bound = whole('bound', 0);
+// Ctrl-C stops the run through its own cleanup (every process it started, its Redis keys).
+const interrupted = new AbortController();
+process.once('SIGINT', () => interrupted.abort(new Error('interrupted')));
 const result = await runSoak({
+  signal: interrupted.signal,
   turns: whole('turns', 1),
   sessions: whole('sessions', 1),
   workers: whole('workers', 1),
