@@ -448,6 +448,13 @@ describe('architecture', () => {
     }
   });
 
+  it('no signal is made with AbortSignal.any (on Node 20 it is never collected once listened to): lib/abort.ts anySignal instead', () => {
+    const users = FILES.filter((f) => /AbortSignal\.any\s*\(/.test(readFileSync(f, 'utf8').replace(/^\s*(\*|\/\/).*$/gm, ''))).map(rel);
+    expect(users).toEqual([]);
+    // The rule sees the helper's callers (it is not silently finding nothing).
+    expect(FILES.filter((f) => readFileSync(f, 'utf8').includes('anySignal(')).length).toBeGreaterThanOrEqual(5);
+  });
+
   it("every Discord message write waits for its channel's turn: only the writer calls the REST client", () => {
     // rest.ts is the client; slash.ts registers the commands at start (no message, no channel).
     const allowed = new Set(['channels/discord/writer.ts', 'channels/discord/rest.ts', 'channels/discord/slash.ts']);

@@ -3,6 +3,7 @@ import type { ModelClient, ModelRequest, ModelResponse } from './types.js';
 import { assistantMessage, compatFor, stopReasonOf, usageOf, type RawToolCall } from './compat.js';
 import { abortedResponse, classifyError, errorResponse, ModelTimeoutError } from './model-error.js';
 import { StreamAccumulator } from './stream.js';
+import { anySignal } from '../lib/abort.js';
 
 export interface OpenAIModelOptions {
   /** Local servers (Ollama, llama.cpp) ignore the key; an empty one is sent as "unused". */
@@ -42,7 +43,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
       ...(options.maxTokens !== undefined ? { [compat.maxTokensField]: options.maxTokens } : {}),
     };
     const deadline = new Deadline(options.timeoutMs);
-    const signal = AbortSignal.any([request.signal, deadline.signal]);
+    const { signal, dispose } = anySignal([request.signal, deadline.signal]);
     try {
       return options.stream ? await completeStreaming(body, signal, deadline, request.onText) : await completePlain(body, signal);
     } catch (err) {
@@ -52,6 +53,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelClient {
       return errorResponse({ ...error, message: withoutSecret(error.message, options.apiKey) });
     } finally {
       deadline.clear();
+      dispose();
     }
   }
 

@@ -18,6 +18,7 @@ import { turnInput } from './input/turn-input.js';
 import { turnTools } from './turn-tools.js';
 import { allowanceFor } from './token-allowance.js';
 import { AnswerStream, canStream, type StreamedAnswer } from './delivery/answer-stream.js';
+import { anySignal } from '../lib/abort.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
 
@@ -52,7 +53,8 @@ export async function executeTurn(
   const firstStart = noteStart(ctx, journal, turn);
 
   const controls = deps.active.register(session, jobId);
-  const signal = ctx.signal ? AbortSignal.any([ctx.signal, controls.controller.signal]) : controls.controller.signal;
+  const linked = anySignal(ctx.signal ? [ctx.signal, controls.controller.signal] : [controls.controller.signal]);
+  const signal = linked.signal;
   const left = firstStart + deps.agent.runTimeoutMs - Date.now();
   // A resumed turn keeps the deadline of its first start; one already past it does not begin again.
   if (left <= 0) controls.controller.abort('run_timeout');
@@ -101,6 +103,7 @@ export async function executeTurn(
   } finally {
     clearTimeout(deadline);
     await Promise.all([progress.stop(), stream?.stop()]);
+    linked.dispose();
     deps.active.unregister(session, jobId);
   }
 }

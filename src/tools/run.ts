@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { clip, formatBytes } from '../lib/text.js';
 import { ToolError, type Tool, type ToolResult } from './types.js';
+import { anySignal } from '../lib/abort.js';
 
 /** Final safety cap on a result's content, whatever a tool returns. */
 export const MAX_RESULT_CHARS = 60_000;
@@ -49,10 +50,10 @@ export async function runToolCall(
 
   const timeoutMs = tool.timeoutMs ?? options.timeoutMs;
   const deadline = timeoutMs === undefined ? undefined : startDeadline(timeoutMs);
+  const linked = deadline && anySignal([signal, deadline.signal]);
   try {
     signal.throwIfAborted();
-    const toolSignal = deadline ? AbortSignal.any([signal, deadline.signal]) : signal;
-    const running = tool.execute(parsed.data, { signal: toolSignal });
+    const running = tool.execute(parsed.data, { signal: linked?.signal ?? signal });
     const content = await (deadline ? untilAborted(running, deadline.signal) : running);
     const bounded = content.length > MAX_RESULT_CHARS ? `${content.slice(0, MAX_RESULT_CHARS)}\n[Result cut at ${MAX_RESULT_CHARS} characters.]` : content;
     return { ok: true, content: bounded, summary: okSummary(name, target, bounded) };
@@ -67,6 +68,7 @@ export async function runToolCall(
     return failure(name, target, message, clip(message.split('\n')[0]!, 80));
   } finally {
     deadline?.cancel();
+    linked?.dispose();
   }
 }
 

@@ -1,5 +1,6 @@
 import { withRetries as retryCall, type CallRetry } from '../kit/retry.js';
 import { classify, discordCallFailure, DiscordNetworkError, redactRoute } from './errors.js';
+import { anySignal } from '../../lib/abort.js';
 
 export const DISCORD_API = 'https://discord.com/api';
 export const API_VERSION = 10;
@@ -84,20 +85,24 @@ export class DiscordRest {
     if (options.body !== undefined && !options.files) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
     const payload = bodyOf(options);
+    const linked = anySignal(options.signal ? [timeout, options.signal] : [timeout]);
     let res: Response;
+    let text: string;
     try {
       res = await fetch(`${this.base}${path}`, {
         method,
         headers,
         ...(payload !== undefined && { body: payload }),
-        signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout,
+        signal: linked.signal,
       });
+      text = await res.text().catch(() => '');
     } catch (err) {
       // The caller's own abort is not a lost response: nothing is retried after it.
       if (options.signal?.aborted) throw options.signal.reason;
       throw new DiscordNetworkError(route, err);
+    } finally {
+      linked.dispose();
     }
-    const text = await res.text().catch(() => '');
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : undefined;

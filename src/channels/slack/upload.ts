@@ -4,6 +4,7 @@ import { createWebClient, REQUEST_TIMEOUT_MS } from './api.js';
 import type { SlackWriter } from './writer.js';
 import { mayReceiveToken } from './download.js';
 import { escapePlain } from './format.js';
+import { anySignal } from '../../lib/abort.js';
 
 /**
  * The largest file Slack takes: 1 GB, checked against files.getUploadURLExternal's `length`.
@@ -34,7 +35,8 @@ export function uploadTransport(apiBase: string, size: number, signal: AbortSign
       return Promise.reject(new Error(`Slack gave an upload URL on ${target.host}; the bot token is not sent there`));
     }
     const timeout = AbortSignal.timeout(isApiCall ? REQUEST_TIMEOUT_MS : uploadTimeoutMs(size));
-    return fetch(target, { ...init, signal: AbortSignal.any(init?.signal ? [signal, timeout, init.signal] : [signal, timeout]) });
+    const linked = anySignal(init?.signal ? [signal, timeout, init.signal] : [signal, timeout]);
+    return fetch(target, { ...init, signal: linked.signal }).finally(linked.dispose);
   };
 }
 
