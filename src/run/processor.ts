@@ -220,7 +220,10 @@ async function deliver(ctx: RunContext, out: OutboundAdapter, record: OutboxReco
   }
   const uncertain = journal.uncertainPieces;
   if (uncertain.length > 0)
-    ctx.log.warn({ pieces: uncertain }, 'some reply pieces had an unknown outcome: each was looked up on the platform or sent again with a may-repeat note');
+    ctx.log.warn(
+      { pieces: uncertain },
+      'some reply pieces had an unknown outcome: each was repeated by its idempotency key, placed again (a placeholder), looked up on the platform, or sent again with a may-repeat note',
+    );
   return report;
 }
 
