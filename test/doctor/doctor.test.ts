@@ -28,7 +28,7 @@ let bwrapWorks = false;
 beforeAll(async () => {
   [openai, slack, telegram, discord] = await Promise.all([
     startFakeOpenAI({ apiKey: API_KEY, models: ['fake-model', 'fake-model-large', 'other-model'] }),
-    startFakeSlack({ scopes: [...REQUIRED_SCOPES, 'channels:history'] }),
+    startFakeSlack({ scopes: [...REQUIRED_SCOPES, 'users:read'] }),
     startFakeTelegram(),
     startFakeDiscord(),
   ]);
@@ -146,7 +146,7 @@ describe('doctor checks against platforms that refuse', () => {
       const results = await runDoctor(goodEnv({ SLACK_API_URL: partial.apiUrl, MCP_CONFIG: '', TOOLS_EXEC: 'off' }));
       const scopes = byName(results, 'slack scopes');
       expect(scopes.status).toBe('fail');
-      expect(scopes.found).toBe('missing chat:write.public, files:read, files:write, reactions:write');
+      expect(scopes.found).toBe('missing channels:history, chat:write.public, files:read, files:write, groups:history, mpim:history, reactions:write');
       expect(scopes.fix).toContain('reinstall');
       expect(failures(results)).toEqual(['slack scopes']);
     } finally {

@@ -43,7 +43,9 @@ describe('doctor pure checks', () => {
       'chat:write.public',
       'files:read',
       'files:write',
+      'groups:history',
       'im:history',
+      'mpim:history',
       'reactions:write',
     ]);
     expect(missingScopes('')).toEqual([...REQUIRED_SLACK_SCOPES]);

@@ -10,6 +10,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
  * the messages and reactions it was asked to make and records every call. Files are uploaded as
  * Slack's external upload flow does it: files.getUploadURLExternal gives an upload URL on this
  * server, the bytes are POSTed there (raw or multipart), files.completeUploadExternal shares them.
+ * conversations.history and conversations.replies list the bot's messages and the user messages
+ * a test adds (`addMessage`), with their metadata when asked for it (`include_all_metadata`).
  */
 
 export const BOT_TOKEN = 'xoxb-test-bot-token';
@@ -45,6 +47,8 @@ export interface FakeMessage {
   deleted: boolean;
   /** The chat.postMessage (or chat.startStream) parameters it was posted with. */
   params: Record<string, any>;
+  /** Its message metadata (chat.postMessage's `metadata`, parsed), as conversations.history / replies show it with include_all_metadata. */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
   /** Started with chat.startStream: its stream is open (`streaming`), and the `markdown_text` of each start / append / stop call. */
   stream?: { streaming: boolean; chunks: string[] };
 }
@@ -57,6 +61,15 @@ export type Failure =
   | { drop: true }
   /** Answer this call normally (to script a failure of a later call). */
   | { pass: true };
+
+/** A message a person wrote (the fake never sees them posted): what a reply answers, a thread's parent. */
+export interface FakeUserMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  user: string;
+  text: string;
+}
 
 /** A chat.postEphemeral: a message only `user` sees. */
 export interface FakeEphemeral {
@@ -111,6 +124,14 @@ export interface FakeSlack {
   /** Files shared with files.completeUploadExternal, in order. */
   uploads: FakeUpload[];
   fail(method: string, ...failures: Failure[]): void;
+  /**
+   * Opt-in: `hold(call)` ms to wait before answering a call that has already taken effect (a slow
+   * way back to the client: a worker that dies meanwhile never learns the outcome); 0 answers at
+   * once. `undefined` removes the hook.
+   */
+  holdResponses(hold: ((call: Call) => number) | undefined): void;
+  /** A person's message in `channel` (in `thread_ts`'s thread), for the listings; its ts follows the fake's own (after every message so far). */
+  addMessage(channel: string, text: string, fields?: { ts?: string; thread_ts?: string; user?: string }): FakeUserMessage;
   addFile(name: string, bytes: Uint8Array, mimetype: string): FakeFile;
   /** Calls of one method, successful ones only unless `all`. */
   callsOf(method: string, all?: boolean): Call[];
@@ -130,12 +151,15 @@ export interface FakeSlack {
 /** Every bot scope the README asks for, as Slack lists them in `x-oauth-scopes`. */
 export const REQUIRED_SCOPES = [
   'app_mentions:read',
+  'channels:history',
   'chat:write',
   'chat:write.public',
   'commands',
   'files:read',
   'files:write',
+  'groups:history',
   'im:history',
+  'mpim:history',
   'reactions:write',
 ];
 
@@ -149,6 +173,10 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
   const calls: Call[] = [];
   const messages: FakeMessage[] = [];
   const ephemerals: FakeEphemeral[] = [];
+  const userMessages: FakeUserMessage[] = [];
+  let hold: ((call: Call) => number) | undefined;
+  /** Answers being held (holdResponses): released when the fake closes. */
+  const held = new Set<() => void>();
   const reactions = new Map<string, string[]>();
   const reactionLog = new Map<string, string[]>();
   const failures = new Map<string, Failure[]>();
@@ -212,6 +240,15 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
       return;
     }
     const scopeHeader: Record<string, string> = options.scopes && token === botToken ? { 'x-oauth-scopes': options.scopes.join(',') } : {};
+    const holdMs = hold?.(call) ?? 0;
+    if (holdMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => (held.delete(release), resolve()), holdMs);
+        const release = () => (clearTimeout(timer), resolve());
+        held.add(release);
+      });
+    }
+    if (res.destroyed) return;
     send(res, 200, body, scopeHeader);
   }
 
@@ -252,9 +289,14 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
         if (blocks === 'invalid') return { ok: false, error: 'invalid_blocks' };
         if (!text.trim() && !blocks) return { ok: false, error: 'no_text' };
         if (text.length > TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
-        const message = post(p, text, blocks ? { blocks } : {});
+        const metadata = parseMetadata(p.metadata);
+        if (typeof metadata === 'string') return { ok: false, error: metadata };
+        const message = post(p, text, { ...(blocks && { blocks }), ...(metadata && { metadata }) });
         return { ok: true, channel: message.channel, ts: message.ts, message: messageView(message) };
       }
+      case 'conversations.history':
+      case 'conversations.replies':
+        return listMessages(method, p);
       case 'chat.startStream':
       case 'chat.appendStream':
       case 'chat.stopStream':
@@ -371,6 +413,54 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
       channel: message.channel,
       ts: message.ts,
       message: { type: 'message', subtype: 'bot_message', text: message.text, bot_id: BOT_ID, ts: message.ts },
+    };
+  }
+
+  /**
+   * conversations.history (a conversation's top-level messages, newest first) and
+   * conversations.replies (a thread, its parent first, given the ts of any message in it), as
+   * Slack pages them: `limit` messages, `has_more` and `response_metadata.next_cursor` for the
+   * rest; `oldest` / `latest` (exclusive unless `inclusive`) bound them. Metadata shows only with
+   * include_all_metadata. Reading needs the conversation's history scope (when the fake was
+   * given `scopes`): missing_scope names the one needed, as Slack does.
+   */
+  function listMessages(method: string, p: Record<string, any>): Record<string, unknown> {
+    const channel = String(p.channel ?? '');
+    if (!/^[CDG][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
+    const needed = channel.startsWith('D') ? 'im:history' : channel.startsWith('G') ? 'groups:history' : 'channels:history';
+    if (options.scopes && !options.scopes.includes(needed)) return { ok: false, error: 'missing_scope', needed, provided: options.scopes.join(',') };
+    const all = [
+      ...messages.filter((m) => !m.deleted).map((m) => ({ ts: m.ts, thread_ts: m.thread_ts, channel: m.channel, view: listedView(m, p) })),
+      ...userMessages.map((m) => ({ ts: m.ts, thread_ts: m.thread_ts, channel: m.channel, view: userView(m) })),
+    ].filter((m) => m.channel === channel);
+    let listed: typeof all;
+    if (method === 'conversations.replies') {
+      if (!p.ts) return { ok: false, error: 'invalid_arguments' };
+      const anchor = all.find((m) => m.ts === String(p.ts));
+      if (!anchor) return { ok: false, error: 'thread_not_found' };
+      const root = anchor.thread_ts ?? anchor.ts;
+      listed = all.filter((m) => m.ts === root || m.thread_ts === root).sort((a, b) => compareTs(a.ts, b.ts));
+      const parent = listed.findIndex((m) => m.ts === root);
+      if (parent > 0) listed.unshift(...listed.splice(parent, 1));
+    } else {
+      listed = all.filter((m) => m.thread_ts === undefined || m.thread_ts === m.ts).sort((a, b) => compareTs(b.ts, a.ts));
+    }
+    const inclusive = p.inclusive === true || p.inclusive === 'true' || p.inclusive === '1';
+    const within = (ts: string) =>
+      (p.oldest === undefined || compareTs(ts, String(p.oldest)) > (inclusive ? -1 : 0)) &&
+      (p.latest === undefined || compareTs(String(p.latest), ts) > (inclusive ? -1 : 0));
+    listed = listed.filter((m) => within(m.ts));
+    const limit = Math.min(Math.max(Number(p.limit ?? 100) || 100, 1), 999);
+    const start = p.cursor ? Number(/^next_ts:(\d+)$/.exec(Buffer.from(String(p.cursor), 'base64').toString())?.[1] ?? Number.NaN) : 0;
+    if (!Number.isInteger(start)) return { ok: false, error: 'invalid_cursor' };
+    const page = listed.slice(start, start + limit);
+    const hasMore = start + limit < listed.length;
+    return {
+      ok: true,
+      messages: page.map((m) => m.view),
+      has_more: hasMore,
+      ...(method === 'conversations.history' && { pin_count: 0 }),
+      response_metadata: { next_cursor: hasMore ? Buffer.from(`next_ts:${start + limit}`).toString('base64') : '' },
     };
   }
 
@@ -491,6 +581,20 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     fail(method, ...steps) {
       failures.set(method, [...(failures.get(method) ?? []), ...steps]);
     },
+    holdResponses(fn) {
+      hold = fn;
+    },
+    addMessage(channel, text, fields = {}) {
+      const message: FakeUserMessage = {
+        channel,
+        ts: fields.ts ?? nextTs(),
+        user: fields.user ?? 'U0ADA',
+        text,
+        ...(fields.thread_ts !== undefined && { thread_ts: fields.thread_ts }),
+      };
+      userMessages.push(message);
+      return message;
+    },
     addFile(name, bytes, mimetype) {
       const id = `F0FILE${++fileSeq}`;
       const url = `${origin}/files-pri/${TEAM_ID}-${id}/${encodeURIComponent(name)}`;
@@ -527,6 +631,8 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
       for (const m of messages) if (m.stream) m.stream.streaming = false;
     },
     async close() {
+      for (const release of held) release();
+      held.clear();
       for (const ws of sockets) ws.terminate();
       wss.close();
       server.closeAllConnections();
@@ -546,6 +652,45 @@ export function messageView(m: FakeMessage): Record<string, unknown> {
     ...(m.thread_ts && { thread_ts: m.thread_ts }),
     ...(m.blocks && { blocks: m.blocks }),
   };
+}
+
+/** A bot message in a conversations.history / replies answer: with its metadata only when asked for it. */
+function listedView(m: FakeMessage, p: Record<string, any>): Record<string, unknown> {
+  const withMetadata = p.include_all_metadata === true || p.include_all_metadata === 'true' || p.include_all_metadata === '1';
+  return { ...messageView(m), app_id: 'A0FAKE', ...(withMetadata && m.metadata && { metadata: m.metadata }) };
+}
+
+function userView(m: FakeUserMessage): Record<string, unknown> {
+  return { type: 'message', text: m.text, user: m.user, ts: m.ts, ...(m.thread_ts && { thread_ts: m.thread_ts }) };
+}
+
+/** Slack timestamps (`seconds.micro`) in time order, exactly (as numbers they would lose the microseconds). */
+function compareTs(a: string, b: string): number {
+  const key = (ts: string) => {
+    const [s = '0', u = ''] = ts.split('.');
+    return BigInt(s) * 1_000_000n + BigInt(u.padEnd(6, '0').slice(0, 6) || '0');
+  };
+  const d = key(a) - key(b);
+  return d === 0n ? 0 : d > 0n ? 1 : -1;
+}
+
+/**
+ * chat.postMessage's `metadata` (an object in a JSON body, a JSON string in a form one): its
+ * event metadata, undefined when there is none, or Slack's error for a malformed one.
+ */
+function parseMetadata(raw: unknown): FakeMessage['metadata'] | 'invalid_metadata_format' | 'invalid_metadata_schema' {
+  if (raw === undefined || raw === '') return undefined;
+  let value: unknown;
+  try {
+    value = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  } catch {
+    return 'invalid_metadata_format';
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'invalid_metadata_format';
+  const { event_type, event_payload } = value as Record<string, unknown>;
+  if (typeof event_type !== 'string' || !event_type || typeof event_payload !== 'object' || event_payload === null || Array.isArray(event_payload))
+    return 'invalid_metadata_schema';
+  return { event_type, event_payload: event_payload as Record<string, unknown> };
 }
 
 /** Slack's limits on the blocks this project sends (https://docs.slack.dev/reference/block-kit/blocks). */

@@ -25,6 +25,7 @@ import { escapePlain, slackPieces, statusText } from './format.js';
 import { engagedThreadKey, isDirect } from './ids.js';
 import { SLACK_UPLOAD_MAX_BYTES, uploadFile } from './upload.js';
 import { SlackStreams, STREAM_INTERVAL_MS } from './stream.js';
+import { findPiece, pieceMetadata } from './find-piece.js';
 
 export interface SlackOutboundOptions {
   token: string;
@@ -80,7 +81,8 @@ export class SlackOutbound implements OutboundAdapter {
     const ids = await sendPieces(pieces, ledger, {
       classify: slackWriteFailure,
       limit: SLACK_TEXT_LIMIT,
-      send: (piece) => this.w.postMessage(to, piece, 'answer'),
+      send: (text, i) => this.postPiece(to, text, i, pieces),
+      find: (piece, i) => findPiece(this.client, this.options.log, to, piece, i),
     });
     if (kind === 'answer') await this.markAnswered(to);
     this.options.log.info({ channel: to.conversation, thread: to.thread, kind, pieces: ids.length }, 'posted');
@@ -116,10 +118,11 @@ export class SlackOutbound implements OutboundAdapter {
       resendable: (i) => i < streamed.length,
       send: async (piece, i) => {
         const id = streamed[i];
-        if (id === undefined) return this.w.postMessage(to, piece, 'answer');
+        if (id === undefined) return this.postPiece(to, piece, i, pieces);
         await this.streams.replace(to, id, piece);
         return id;
       },
+      find: (piece, i) => findPiece(this.client, this.options.log, to, piece, i),
     });
     for (const extra of streamed.slice(pieces.length)) await this.removeLeftover(to, extra);
     this.streams.forget(to, streamed);
@@ -181,6 +184,11 @@ export class SlackOutbound implements OutboundAdapter {
   /** A workspace file where the answer goes (see upload.ts). */
   upload(to: InboundMessage, file: OutgoingFile, signal: AbortSignal): Promise<string> {
     return uploadFile(this.w, { token: this.options.token, apiUrl: this.options.apiUrl, base: this.base, sdkLog: this.sdkLog }, to, file, signal);
+  }
+
+  /** Piece `i` of a reply (`text`: it as sent now, with the may-repeat note or not), named in its metadata for `find`. */
+  private postPiece(to: InboundMessage, text: string, i: number, pieces: readonly string[]): Promise<string> {
+    return this.w.postMessage(to, text, 'answer', { metadata: pieceMetadata(to, i, pieces[i] ?? text) });
   }
 
   /** A streamed message the final answer does not need. Slack refusing its deletion for good does not fail the delivery: the answer is out. */

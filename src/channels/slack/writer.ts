@@ -14,6 +14,12 @@ export const STREAM_INTERVAL_MS = 1_000;
 /** The longest a write waits for its turn (a 429's hold included) before trying anyway: slackCall's own cap on a Retry-After. */
 export const MAX_WRITE_WAIT_MS = 30_000;
 
+/** Slack message metadata (event metadata: a type and a flat payload), as chat.postMessage takes it. */
+export interface SlackMetadata {
+  event_type: string;
+  event_payload: Record<string, string | number | boolean>;
+}
+
 /**
  * What every Slack message write shares, so the answer, stream, card and upload halves agree on
  * it. Every write goes through `write`: it waits for the conversation's turn on the one
@@ -41,8 +47,18 @@ export class SlackWriter {
     return previewsAllowed(this.linkPreviews, kind) ? {} : { unfurl_links: false, unfurl_media: false };
   }
 
-  /** chat.postMessage where `to` came from (its thread); never repeated unless Slack proved it was not done (a 429). Returns its ts. */
-  async postMessage(to: InboundMessage, text: string, kind: PreviewKind, extra: { blocks?: unknown[] } = {}, call: Partial<CallOptions> = {}): Promise<string> {
+  /**
+   * chat.postMessage where `to` came from (its thread); never repeated unless Slack proved it was
+   * not done (a 429). `metadata`: Slack message metadata (a reply's piece names itself with it, so
+   * a later run can look it up: find-piece.ts). Returns its ts.
+   */
+  async postMessage(
+    to: InboundMessage,
+    text: string,
+    kind: PreviewKind,
+    extra: { blocks?: unknown[]; metadata?: SlackMetadata } = {},
+    call: Partial<CallOptions> = {},
+  ): Promise<string> {
     const res = await this.write(
       to.conversation,
       'chat.postMessage',
@@ -51,6 +67,7 @@ export class SlackWriter {
           channel: to.conversation,
           text,
           ...(extra.blocks && { blocks: extra.blocks as never }),
+          ...(extra.metadata && { metadata: extra.metadata }),
           ...(to.thread !== undefined && { thread_ts: to.thread }),
           ...this.unfurls(kind),
         }),

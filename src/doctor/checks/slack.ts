@@ -7,12 +7,15 @@ import { fail, ok, skip, type CheckResult } from '../types.js';
 /** The bot scopes the README (and docs/slack-manifest.yaml) ask for. */
 export const REQUIRED_SLACK_SCOPES = [
   'app_mentions:read',
+  'channels:history',
   'chat:write',
   'chat:write.public',
   'commands',
   'files:read',
   'files:write',
+  'groups:history',
   'im:history',
+  'mpim:history',
   'reactions:write',
 ] as const;
 

@@ -27,12 +27,15 @@ describe('the Slack setup guide', () => {
     expect(list('bot_events')).toEqual(['app_mention', 'message.im']);
     expect(list('bot')).toEqual([
       'app_mentions:read',
+      'channels:history',
       'chat:write',
       'chat:write.public',
       'commands',
       'files:read',
       'files:write',
+      'groups:history',
       'im:history',
+      'mpim:history',
       'reactions:write',
     ]);
     expect(manifest).toContain(`- command: ${ASK_COMMAND}\n`);

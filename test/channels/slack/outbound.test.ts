@@ -111,22 +111,35 @@ describe('slack outbound over the Web API (fake Slack)', () => {
     expect(ids).toEqual([slack.messages[0]!.ts]);
   });
 
-  it('a chat.postMessage whose response is lost (it may have been posted) is never left as silence: sent again at once, with the may-repeat note', async () => {
+  it('a chat.postMessage whose response is lost (it may have been posted) is never left as silence: looked up, and found, it is not sent again', async () => {
+    slack.addMessage('C0CHAN', 'hi', { ts: to.thread! });
+    slack.fail('chat.postMessage', { drop: true });
+    const ledger = memoryLedger();
+    const ids = await out.post(to, 'only once', 'answer', ledger);
+    expect(ids).toEqual([slack.messages[0]!.ts]);
+    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual(ids);
+    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(1);
+    expect(slack.callsOf('conversations.replies')).toHaveLength(1);
+    expect(slack.messages.map((m) => m.text)).toEqual(['only once']);
+  });
+
+  it('a lost response Slack cannot look up (the thread is unknown to it) is sent again at once, with the may-repeat note', async () => {
+    // The fake has never seen the thread's parent: conversations.replies answers thread_not_found.
     slack.fail('chat.postMessage', { drop: true });
     const ledger = memoryLedger();
     const ids = await out.post(to, 'only once', 'answer', ledger);
     expect(ids).toHaveLength(1);
-    expect(await out.post(to, 'only once', 'answer', ledger)).toEqual(ids);
-    expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
+    expect(slack.callsOf('conversations.replies', true).map((c) => c.error)).toEqual(['thread_not_found']);
     expect(slack.messages.map((m) => m.text)).toEqual(['only once', `${MAY_REPEAT_NOTE}only once`]);
   });
 
-  it('an internal_error on chat.postMessage is not retried blindly: it is sent again with the note; a refusal is thrown and says why', async () => {
+  it('an internal_error on chat.postMessage is not retried blindly: looked up, and not there, it is sent again plainly; a refusal is thrown and says why', async () => {
+    slack.addMessage('C0CHAN', 'hi', { ts: to.thread! });
     slack.fail('chat.postMessage', { error: 'internal_error' });
     const ledger = memoryLedger();
     await out.post(to, 'x', 'answer', ledger);
     expect(ledger.state(0)).toMatchObject({ posted: expect.any(String) });
-    expect(slack.messages.map((m) => m.text)).toEqual([`${MAY_REPEAT_NOTE}x`]);
+    expect(slack.messages.map((m) => m.text)).toEqual(['x']);
     expect(slack.callsOf('chat.postMessage', true)).toHaveLength(2);
     slack.fail('chat.postMessage', { error: 'not_in_channel' });
     const refused = await out.post(to, 'y', 'answer').catch((e: unknown) => e);
