@@ -32,6 +32,8 @@ export interface Call {
   /** What was answered: the status and Slack's `error`, if any. */
   status: number;
   error?: string;
+  /** Held before it took effect (holdRequests), and its client was gone by then: it never took effect. */
+  dropped?: true;
 }
 
 export interface FakeMessage {
@@ -130,6 +132,8 @@ export interface FakeSlack {
    * once. `undefined` removes the hook.
    */
   holdResponses(hold: ((call: Call) => number) | undefined): void;
+  /** Opt-in: `hold(call)` ms to wait before a call takes effect; one whose client is gone by then never does (`dropped`). */
+  holdRequests(hold: ((call: Call) => number) | undefined): void;
   /** A person's message in `channel` (in `thread_ts`'s thread), for the listings; its ts follows the fake's own (after every message so far). */
   addMessage(channel: string, text: string, fields?: { ts?: string; thread_ts?: string; user?: string }): FakeUserMessage;
   addFile(name: string, bytes: Uint8Array, mimetype: string): FakeFile;
@@ -175,6 +179,7 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
   const ephemerals: FakeEphemeral[] = [];
   const userMessages: FakeUserMessage[] = [];
   let hold: ((call: Call) => number) | undefined;
+  let holdRequest: ((call: Call) => number) | undefined;
   /** Answers being held (holdResponses): released when the fake closes. */
   const held = new Set<() => void>();
   const reactions = new Map<string, string[]>();
@@ -221,6 +226,14 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : (params.token as string | undefined);
     const call: Call = { method, params, token, at: Date.now(), status: 200 };
     calls.push(call);
+    const beforeMs = holdRequest?.(call) ?? 0;
+    if (beforeMs > 0) {
+      await new Promise((r) => setTimeout(r, beforeMs));
+      if (req.socket.destroyed) {
+        call.dropped = true;
+        return;
+      }
+    }
 
     const failure = failures.get(method)?.shift();
     if (failure && 'status' in failure) {
@@ -583,6 +596,9 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     },
     holdResponses(fn) {
       hold = fn;
+    },
+    holdRequests(fn) {
+      holdRequest = fn;
     },
     addMessage(channel, text, fields = {}) {
       const message: FakeUserMessage = {
