@@ -24,6 +24,7 @@ import { measureCluster } from './cluster.js';
 import { mcpPromptCost } from './mcp-tokens.js';
 import { measureStartupBuild, type StartupBuild, type StartupQuick } from './startup-build.js';
 import { measureRedisPerTurn } from './redis-cost.js';
+import { measureStreamLatency, PLATFORMS, type PlatformStreamLatency, type StreamLatency } from './stream-latency.js';
 import { exitOf, installExitHandlers, onAbort, spawnTracked, stop, stopAll, untrack } from './children.js';
 
 installExitHandlers();
@@ -32,6 +33,8 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUICK = process.argv.includes('--quick') || ['1', 'true', 'yes'].includes((process.env.BENCH_QUICK ?? '').toLowerCase());
 /** `npm run bench -- --startup`: only the npm start figures (clean build vs restart), printed, results.json untouched. */
 const STARTUP_ONLY = process.argv.includes('--startup');
+/** `npm run bench -- --stream`: only the streamed-answer figures (first token → first visible words), printed, results.json untouched. */
+const STREAM_ONLY = process.argv.includes('--stream');
 /** What the product runs from: the compiled build as `npm start` runs it; in quick mode the sources (no build step). */
 const MAIN = QUICK ? SOURCE_MAIN : BUILT_MAIN;
 /** The sizes of each phase: full, or a handful in quick mode. */
@@ -47,6 +50,7 @@ const SIZE = QUICK
       overhead: [{ sessions: 5, perSession: 4 }],
       scaleOut: { shape: { sessions: 10, perSession: 2 }, workers: [2] },
       cluster: { sessions: 10, perSession: 2 },
+      streamAnswers: 2,
     }
   : {
       starts: 3,
@@ -62,6 +66,7 @@ const SIZE = QUICK
       ],
       scaleOut: { shape: { sessions: 200, perSession: 5 }, workers: [1, 2, 4] },
       cluster: { sessions: 100, perSession: 10 },
+      streamAnswers: 10,
     };
 const round = (v: number) => Math.round(v * 10) / 10;
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -282,6 +287,31 @@ function startupRows(s: StartupBuild | StartupQuick): [string, string, string][]
   ];
 }
 
+/** A streamed answer on each platform: the model's first token → the first visible words (in-process roles, see stream-latency.ts). */
+async function streamLatency() {
+  const prefixes = Object.fromEntries(PLATFORMS.map((p) => [p, phasePrefix(`stream-${p}`)]));
+  try {
+    return await measureStreamLatency(SIZE.streamAnswers, (p) => ({ REDIS_URL, QUEUE_PREFIX: prefixes[p]! }));
+  } finally {
+    for (const prefix of Object.values(prefixes)) await dropBenchPrefix(prefix);
+  }
+}
+
+const PLATFORM_NAMES = { telegram: 'Telegram', slack: 'Slack', discord: 'Discord' } as const;
+
+function streamRows(s: StreamLatency): [string, string, string][] {
+  const rows: [string, string, string][] = [];
+  for (const p of PLATFORMS) {
+    const x: PlatformStreamLatency = s[p];
+    rows.push([
+      `streamed answer: first token → first visible words, p50 / max (${PLATFORM_NAMES[p]}, ${x.n} answers)`,
+      `${x.firstWords.p50Ms} / ${x.firstWords.maxMs} ms (model to ${s.thresholdChars} chars ${x.threshold.p50Ms} / ${x.threshold.maxMs}, then the adapter ${x.adapter.p50Ms} / ${x.adapter.maxMs}; pacing ${x.gapMs} ms; by ${x.firstWrite.join(', ')})`,
+      '',
+    ]);
+  }
+  return rows;
+}
+
 /** scripts/build.mjs, as `npm start`'s prestart runs it; registered like every other child. */
 async function build(): Promise<void> {
   const child = spawnTracked(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
@@ -296,6 +326,13 @@ async function main() {
     const s = await startupBuild(false);
     process.stdout.write(`${JSON.stringify(s)}\n`);
     printRows(startupRows(s));
+    return;
+  }
+  if (STREAM_ONLY) {
+    log(`streamed answers: ${SIZE.streamAnswers} per platform${QUICK ? ' (quick)' : ''}…`);
+    const s = await phase('7. streamed answer: first token → first visible words…', streamLatency);
+    process.stdout.write(`${JSON.stringify(s)}\n`);
+    printRows(streamRows(s));
     return;
   }
   // Measure what `npm start` runs: the compiled build (quick mode runs the sources, no build).
@@ -314,6 +351,7 @@ async function main() {
     measureRedisPerTurn(SIZE.redisTurns, MAIN).catch((err: unknown) => ({ error: String(err) })),
   );
   const mem = await phase('3. memory…', memory);
+  const stream = await phase('7. streamed answer: first token → first visible words (Telegram, Slack, Discord)…', streamLatency);
   const model = await startFakeOpenAI();
   let over, scale, cluster;
   try {
@@ -337,6 +375,7 @@ async function main() {
     overhead: over,
     scaleOut: scale,
     cluster,
+    streamLatency: stream,
   };
   // A quick run's figures are not the benchmark's: bench/results.json keeps the last full run.
   if (!QUICK) await writeFile(fileURLToPath(new URL('./results.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
@@ -371,6 +410,7 @@ function printTable(r: Record<string, any>) {
       '',
     ],
     ...redisRows(r.redisPerTurn),
+    ...streamRows(r.streamLatency),
   ];
   for (const o of r.overhead) {
     rows.push([

@@ -57,6 +57,12 @@ it('the quick bench runs every phase, prints its figures and leaves nothing runn
     ['pipeline vs floor', new RegExp(`pipeline vs floor at 5 sessions: p50 +\\| ${figure} vs ${figure} ms`)],
     ['throughput', new RegExp(`throughput at 5 +\\| ${figure} vs ${figure} msg/s .*lost 0`)],
     ['scale-out', new RegExp(`scale-out: 2 worker process\\(es\\) +\\| ${figure} msg/s, lost 0`)],
+    ...['Telegram', 'Slack', 'Discord'].map((p): [string, RegExp] => [
+      `streamed answer on ${p}`,
+      new RegExp(
+        `streamed answer: first token → first visible words, p50 / max \\(${p}, 2 answers\\) +\\| ${figure} / ${figure} ms \\(model to 80 chars ${figure} / ${figure}, then the adapter ${figure} / ${figure}`,
+      ),
+    ]),
   ];
   if (hasRedisServer) {
     rows.push(

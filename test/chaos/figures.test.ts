@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BotMessage } from '../fakes/telegram-server.js';
 import { computeFigures, targetsMet, type SentMessage } from './figures.js';
-import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
+import { PLACEHOLDER } from '../../src/channels/kit/pieces.js';
 
 const CHAT = 1;
 const messages: SentMessage[] = ['s0-m1-aaaa', 's0-m2-bbbb', 's0-m3-cccc'].map((token, i) => ({ token, session: 'telegram:1', chatId: CHAT, seq: i + 1 }));

@@ -1,5 +1,4 @@
-import { MAY_REPEAT_NOTE } from '../../src/channels/kit/pieces.js';
-import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
+import { MAY_REPEAT_NOTE, PLACEHOLDER } from '../../src/channels/kit/pieces.js';
 import type { BotMessage } from '../fakes/telegram-server.js';
 import type { Freeze, Kill } from './scheduler.js';
 

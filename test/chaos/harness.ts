@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { sessionKeyOf } from '../../src/channels/session-key.js';
-import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
+import { PLACEHOLDER } from '../../src/channels/kit/pieces.js';
 import { workspaceFolderName } from '../../src/tools/workspace.js';
 import { startFakeOpenAI } from '../fakes/openai-server.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram } from '../fakes/telegram-server.js';

@@ -14,7 +14,7 @@ export interface Holds<C> {
 
 /**
  * A gateway process and worker processes, one worker at a time, against a fake platform and a
- * model that answers "answer to <the last user text>" at once: for killing a worker with SIGKILL
+ * model that answers at once (by default "answer to <the last user text>"): for killing a worker with SIGKILL
  * at one exact platform call and seeing what the next worker makes of it. Stops everything by pid.
  */
 export class KillRig {
@@ -27,11 +27,16 @@ export class KillRig {
     private readonly root: string,
   ) {}
 
-  static async start(name: string, platformEnv: Record<string, string>, connected: () => boolean): Promise<KillRig> {
+  static async start(
+    name: string,
+    platformEnv: Record<string, string>,
+    connected: () => boolean,
+    answer: (userText: string) => string = (text) => `answer to ${text}`,
+  ): Promise<KillRig> {
     const model = await startFakeOpenAI();
     model.setHandler((req) => {
       const users = (req.body.messages as ChatMessage[]).filter((m) => m.role === 'user');
-      return { content: `answer to ${String(users.at(-1)?.content)}` };
+      return { content: answer(String(users.at(-1)?.content)) };
     });
     const root = await mkdtemp(join(tmpdir(), `sb-${name}-`));
     const env = {

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChatMessage } from '../../src/agent/types.js';
-import { PLACEHOLDER } from '../../src/channels/telegram/writer.js';
+import { PLACEHOLDER } from '../../src/channels/kit/pieces.js';
 import { startFakeOpenAI } from '../fakes/openai-server.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram } from '../fakes/telegram-server.js';
 import { REPO } from '../helpers/processes.js';

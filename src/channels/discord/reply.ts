@@ -1,5 +1,5 @@
 import { splitMessage } from '../kit/chunk.js';
-import { postedId, sendPieces, type PieceLedger } from '../kit/pieces.js';
+import { PLACEHOLDER, postedId, sendPieces, type PieceLedger } from '../kit/pieces.js';
 import type { InboundMessage, PostKind } from '../types.js';
 import { discordWriteFailure, InteractionGoneAt, safeError } from './errors.js';
 import { fitStatus, toDiscordMarkdown } from './format.js';
@@ -42,7 +42,7 @@ async function postToInteraction(
   if (kind === 'notice') {
     // Only the user who ran the command sees a failure line; the deferred response goes away.
     const pieces = splitMessage(text, MESSAGE_LIMIT);
-    const ids = await interactionPieces(w, ref, pieces, ledger, false, (piece) => w.followUp(key, ref, piece, 'answer', EPHEMERAL));
+    const ids = await interactionPieces(w, ref, key, pieces, ledger, false, EPHEMERAL, (piece) => w.followUp(key, ref, piece, 'answer', EPHEMERAL));
     if (ids.gone === 0) return null;
     if (held) return ids.posted;
     await w
@@ -51,7 +51,7 @@ async function postToInteraction(
     return ids.posted;
   }
   const pieces = splitMessage(toDiscordMarkdown(text), MESSAGE_LIMIT);
-  const sent = await interactionPieces(w, ref, pieces, ledger, !held, (piece, i) =>
+  const sent = await interactionPieces(w, ref, key, pieces, ledger, !held, 0, (piece, i) =>
     i === 0 && !held ? w.editOriginal(key, ref, piece, 'answer') : w.followUp(key, ref, piece, 'answer'),
   );
   if (sent.gone === 0) return null;
@@ -61,26 +61,40 @@ async function postToInteraction(
 
 /**
  * Pieces through the interaction's webhook. `editsFirst`: piece 0 replaces the deferred
- * response, which is idempotent; a follow-up is not, so one whose outcome is unknown is not sent again.
- * `gone`: the index at which the webhook stopped taking messages (the rest goes to the channel).
+ * response, which is idempotent. A follow-up takes no nonce, so with a journal it is posted as a
+ * placeholder (`flags`: its flags, e.g. ephemeral) whose id is journaled and then edited into the
+ * piece (see ../kit/pieces.ts): a worker that dies in between leaves an orphan "…" at worst.
+ * `key`: the channel, whose pacer turn each write waits for. `gone`: the index at which the webhook stopped taking messages (the rest goes to the channel).
  */
 async function interactionPieces(
   w: DiscordWriter,
   ref: InteractionRef,
+  key: string,
   pieces: string[],
   ledger: PieceLedger,
   editsFirst: boolean,
+  flags: number,
   write: (piece: string, i: number) => Promise<Posted>,
 ): Promise<{ posted: string[]; gone?: number }> {
+  const onHook = async <T>(i: number, call: () => Promise<T>): Promise<T> => {
+    const done = await w.hook(ref, call);
+    if (done === null) throw new InteractionGoneAt(i);
+    return done;
+  };
   try {
     const posted = await sendPieces(pieces, ledger, {
       classify: (err) => (err instanceof InteractionGoneAt ? 'retry' : discordWriteFailure(err)),
       limit: MESSAGE_LIMIT,
       resendable: (i) => editsFirst && i === 0,
       send: async (piece, i) => {
-        const done = await w.hook(ref, () => write(piece, i));
-        if (!done) throw new InteractionGoneAt(i);
+        const done = await onHook(i, () => write(piece, i));
         return editsFirst && i === 0 ? ORIGINAL : done.id;
+      },
+      placeholder: {
+        place: async (i) => (await onHook(i, () => w.followUp(key, ref, PLACEHOLDER, 'answer', flags))).id,
+        fill: async (id, piece, i) => {
+          await onHook(i, () => w.followUpCall(key, ref, 'PATCH', id, { body: { content: piece, allowed_mentions: NO_PINGS, ...w.edited('answer') } }));
+        },
       },
     });
     return { posted };

@@ -80,6 +80,13 @@ export interface SendPiecesOptions {
   placeholder?: Placeholder;
 }
 
+/**
+ * What a placeholder shows for the moment between its post and its edit, and what an orphan
+ * shows in the rare case a worker dies between posting one and hearing its id: no words, so an
+ * orphan never reads as a second answer.
+ */
+export const PLACEHOLDER = '…';
+
 export interface Placeholder {
   /** Posts the placeholder of piece `index` (a new message: the person's notification): its id. */
   place(index: number): Promise<string>;

@@ -3,7 +3,7 @@ import type { Logger } from '../../log.js';
 import { splitMessage } from '../kit/chunk.js';
 import { ConversationPacer } from '../kit/pacer.js';
 import { previewsAllowed, type PreviewKind } from '../kit/link-previews.js';
-import { memoryLedger, sendPieces, type PieceLedger, type Placeholder } from '../kit/pieces.js';
+import { memoryLedger, PLACEHOLDER, sendPieces, type PieceLedger, type Placeholder } from '../kit/pieces.js';
 import type { CallFailure } from '../kit/retry.js';
 import type { InboundMessage } from '../types.js';
 import { classifyTelegramError, describeTelegramError, telegramWriteFailure, withTelegramRetries, type TelegramFailure } from './errors.js';
@@ -21,12 +21,6 @@ export const PIECE_LIMIT = 4000;
  */
 export const PRIVATE_CHAT_GAP_MS = 1_100;
 export const GROUP_CHAT_GAP_MS = 3_100;
-/**
- * What a piece of a journaled reply shows for the moment between its post and its edit (see
- * TelegramWriter.placeholder): also what an orphan shows in the rare case a worker dies between
- * posting it and hearing its id.
- */
-export const PLACEHOLDER = '…';
 /** Longest a write waits for its turn in a flooded chat before trying anyway (the retry helper has the same cap per 429). */
 export const MAX_FLOOD_WAIT_MS = 300_000;
 

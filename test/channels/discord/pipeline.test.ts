@@ -8,6 +8,7 @@ import type { ChatMessage } from '../../../src/agent/types.js';
 import { startFakeDiscord, type FakeDiscord, type FakeInteraction, type FakeMessage } from '../../fakes/discord-server.js';
 import { waitFor } from '../../helpers/processes.js';
 import { startStack, type Stack } from '../../helpers/stack.js';
+import { PLACEHOLDER } from '../../../src/channels/kit/pieces.js';
 
 /**
  * The real discord.js client against the fake Discord, the real gateway and worker roles, real
@@ -88,17 +89,24 @@ describe('Discord: slash commands', () => {
     expect(answer.length).toBeGreaterThan(4_000);
     stack.fake.script([{ content: answer }]);
     const ix = fake.slash({ name: 'ask', channel: fake.ids.general, prompt: 'write the script' });
-    await waitFor('the follow-ups', () => ix.followups.length === 2 && (original(fake, ix)?.history.length ?? 0) > 1, 20_000);
+    // A follow-up is posted as a placeholder (it takes no nonce) and edited into its piece.
+    const followUps = () => ix.followups.map((id) => fake.messages.find((m) => m.id === id)!);
+    await waitFor(
+      'the follow-ups',
+      () => ix.followups.length === 2 && followUps().every((m) => m.content !== PLACEHOLDER) && (original(fake, ix)?.history.length ?? 0) > 1,
+      20_000,
+    );
 
-    const pieces = [original(fake, ix)!, ...ix.followups.map((id) => fake.messages.find((m) => m.id === id)!)];
+    const pieces = [original(fake, ix)!, ...followUps()];
     expect(pieces.map((p) => p.content.length).every((n) => n <= 2000)).toBe(true);
     expect(pieces.map((p) => fences(p.content) % 2)).toEqual([0, 0, 0]);
     expect(pieces[0]!.content.startsWith('Here is the script.')).toBe(true);
     expect(pieces[1]!.content.startsWith('```python\n')).toBe(true);
     expect(pieces[2]!.content.endsWith('That is all it does.')).toBe(true);
-    // Sent in order: each follow-up request after the one before.
-    const followupRequests = fake.calls('POST', /^\/webhooks\/\d+\/[^/]+$/);
-    expect(followupRequests.map((r) => r.body.content)).toEqual([pieces[1]!.content, pieces[2]!.content]);
+    // Sent in order: each follow-up's placeholder after the one before, each edited into its piece.
+    expect(fake.calls('POST', /^\/webhooks\/\d+\/[^/]+$/).map((r) => r.body.content)).toEqual([PLACEHOLDER, PLACEHOLDER]);
+    const fills = fake.calls('PATCH', /^\/webhooks\/\d+\/[^/]+\/messages\/\d+$/);
+    expect(fills.map((r) => r.body.content)).toEqual([pieces[1]!.content, pieces[2]!.content]);
     expect(BigInt(ix.followups[0]!) < BigInt(ix.followups[1]!)).toBe(true);
   }, 40_000);
 
@@ -111,7 +119,11 @@ describe('Discord: slash commands', () => {
     await waitFor('the stop reply', () => stop.callbackType !== undefined);
     expect(stop).toMatchObject({ callbackType: 4, callbackFlags: 64 | 4, callbackContent: 'Stopping the current run…' });
 
-    await waitFor('the ephemeral failure line', () => ask.followups.length === 1, 15_000);
+    await waitFor(
+      'the ephemeral failure line',
+      () => ask.followups.length === 1 && fake.messages.find((m) => m.id === ask.followups[0])?.content !== PLACEHOLDER,
+      15_000,
+    );
     expect(fake.messages.find((m) => m.id === ask.followups[0])).toMatchObject({ content: 'Stopped.', flags: 64 });
     await waitFor('the deferred response removed', () => fake.messages.find((m) => m.id === ask.originalId)?.deleted, 5_000);
     expect(fake.calls('DELETE', /@original$/).map((r) => r.status)).toEqual([204]);

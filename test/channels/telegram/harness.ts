@@ -2,7 +2,7 @@ import { startStack, type Stack } from '../../helpers/stack.js';
 import { waitFor } from '../../helpers/processes.js';
 import { BOT_ID, BOT_USERNAME, startFakeTelegram, TOKEN, type FakeTelegram, type RecordedCall } from '../../fakes/telegram-server.js';
 import type { ChatMessage } from '../../../src/agent/types.js';
-import { PLACEHOLDER } from '../../../src/channels/telegram/writer.js';
+import { PLACEHOLDER } from '../../../src/channels/kit/pieces.js';
 
 export const ADA = { id: 4242, is_bot: false, first_name: 'Ada', username: 'ada' };
 export const BOB = { id: 4343, is_bot: false, first_name: 'Bob' };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLACEHOLDER } from '../../../src/channels/telegram/writer.js';
+import { PLACEHOLDER } from '../../../src/channels/kit/pieces.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram, type RecordedCall } from '../../fakes/telegram-server.js';
 import { KillRig, type Holds } from '../../helpers/kill-rig.js';
 

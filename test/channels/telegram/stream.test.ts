@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INCOMPLETE_MARK } from '../../../src/run/delivery/reply.js';
 import { GROUP_CHAT_GAP_MS, PRIVATE_CHAT_GAP_MS, STILL_WRITING } from '../../../src/channels/telegram/outbound.js';
-import { PLACEHOLDER } from '../../../src/channels/telegram/writer.js';
+import { PLACEHOLDER } from '../../../src/channels/kit/pieces.js';
 import { waitFor } from '../../helpers/processes.js';
 import { TelegramHarness } from './harness.js';
 import { BOT_USERNAME } from '../../fakes/telegram-server.js';
