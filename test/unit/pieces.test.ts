@@ -212,6 +212,20 @@ describe('sendPieces in placeholder mode (a create without idempotency key, mess
     expect(d.shown()).toEqual(['a']);
   });
 
+  it('the edit rides on its placeholder only when this delivery just posted it, and only on its first attempt', async () => {
+    const rides: boolean[] = [];
+    const c = chat({ fill: { 0: 'unknown' } });
+    const placeholder = {
+      place: c.placeholder.place,
+      fill: (id: string, piece: string, i: number, justPlaced: boolean) => (rides.push(justPlaced), c.placeholder.fill(id, piece)),
+    };
+    await sendPieces(['a'], durable(), { send: c.send, classify, placeholder });
+    const resumed = durable();
+    await resumed.placed(0, await c.placeholder.place());
+    await sendPieces(['b'], resumed, { send: c.send, classify, placeholder });
+    expect(rides).toEqual([true, false, false]);
+  });
+
   it('a resendable piece (a streamed message to edit) goes through send, not a placeholder', async () => {
     const p = platform();
     const c = chat();

@@ -90,8 +90,12 @@ export const PLACEHOLDER = '…';
 export interface Placeholder {
   /** Posts the placeholder of piece `index` (a new message: the person's notification): its id. */
   place(index: number): Promise<string>;
-  /** Edits the piece into its placeholder; repeating it after it landed changes nothing. */
-  fill(id: string, piece: string, index: number): Promise<void>;
+  /**
+   * Edits the piece into its placeholder; repeating it after it landed changes nothing.
+   * `justPlaced`: this delivery posted the placeholder a moment ago (the edit may ride on that
+   * write's turn, see ConversationPacer.rideOn); false when it resumes an earlier one's.
+   */
+  fill(id: string, piece: string, index: number, justPlaced: boolean): Promise<void>;
 }
 
 /**
@@ -149,6 +153,7 @@ export async function sendPieces(pieces: readonly string[], ledger: PieceLedger,
 async function viaPlaceholder(piece: string, i: number, ledger: PieceLedger, options: SendPiecesOptions, p: Placeholder): Promise<string> {
   const state = ledger.state(i);
   let id = typeof state === 'object' && 'placed' in state ? state.placed : undefined;
+  const justPlaced = id === undefined;
   if (id === undefined) {
     if (state === 'started') await ledger.failed(i, 'unknown', 'an earlier attempt was interrupted while posting its placeholder');
     id = await writeTwice(i, ledger, options, async () => {
@@ -160,7 +165,9 @@ async function viaPlaceholder(piece: string, i: number, ledger: PieceLedger, opt
     });
   }
   const filled = id;
-  await writeTwice(i, ledger, options, () => p.fill(filled, piece, i));
+  let attempts = 0;
+  // Only the first attempt rides on the placeholder's turn; a repeat waits for its own.
+  await writeTwice(i, ledger, options, () => p.fill(filled, piece, i, justPlaced && attempts++ === 0));
   await ledger.posted(i, filled);
   return filled;
 }

@@ -70,11 +70,12 @@ export class TelegramWriter {
     chatId: number,
     method: string,
     call: () => Promise<T>,
-    how: { idempotent: boolean; maxWaitMs?: number; signal?: AbortSignal; turnTaken?: boolean },
+    how: { idempotent: boolean; maxWaitMs?: number; signal?: AbortSignal; turnTaken?: boolean; rideOn?: boolean },
   ): Promise<T> {
     const { signal, maxWaitMs = MAX_FLOOD_WAIT_MS } = how;
-    // The caller already waited for this write's turn (see SendPiecesOptions.ready): only a repeat waits again.
-    let taken = how.turnTaken === true;
+    // The caller already waited for this write's turn (see SendPiecesOptions.ready), or it rides
+    // on the write just made (a placeholder's fill, ConversationPacer.rideOn): only a repeat waits again.
+    let taken = how.turnTaken === true || (how.rideOn === true && this.pacer.rideOn(paceKey(chatId)));
     return withTelegramRetries(
       async () => {
         if (taken) taken = false;
@@ -120,9 +121,9 @@ export class TelegramWriter {
           return this.send(target.to, PLACEHOLDER, { html: false, notify: true, reply: false, previews: 'answer' });
         }
       },
-      fill: async (id, piece) => {
+      fill: async (id, piece, _i, justPlaced) => {
         try {
-          await this.editPiece(target.to, id, piece);
+          await this.editPiece(target.to, id, piece, justPlaced);
         } catch (err) {
           const failure = classifyTelegramError(err);
           if (failure.kind !== 'migrated') throw err;
@@ -133,28 +134,32 @@ export class TelegramWriter {
     };
   }
 
-  /** A piece edited into a message (a placeholder, a streamed message): HTML as sendPiece renders it, plain when Telegram refuses the entities. Repeatable. */
-  async editPiece(to: InboundMessage, messageId: string, piece: string): Promise<void> {
+  /**
+   * A piece edited into a message (a placeholder, a streamed message): HTML as sendPiece renders
+   * it, plain when Telegram refuses the entities. Repeatable. `rideOn`: the edit of a placeholder
+   * this delivery just posted goes at once (see ConversationPacer.rideOn).
+   */
+  async editPiece(to: InboundMessage, messageId: string, piece: string, rideOn = false): Promise<void> {
     const chatId = chatIdOf(to);
     const { html, fits } = rendered(piece);
-    const edit = (text: string, asHtml: boolean) =>
+    const edit = (text: string, asHtml: boolean, ride: boolean) =>
       this.paced(
         chatId,
         'editMessageText',
         () => this.api.editMessageText(chatId, Number(messageId), text, { ...(asHtml && { parse_mode: 'HTML' as const }), ...this.previews('answer') }),
-        { idempotent: true },
+        { idempotent: true, rideOn: ride },
       );
     const unlessNotModified = (err: unknown) => {
       if (classifyTelegramError(err).kind !== 'not_modified') throw err;
     };
     try {
-      await edit(fits ? html : piece, fits);
+      await edit(fits ? html : piece, fits, rideOn);
     } catch (err) {
       const failure = classifyTelegramError(err);
       if (failure.kind === 'not_modified') return;
       if (!fits || (failure.kind !== 'bad_entities' && failure.kind !== 'too_long')) throw err;
       this.log.warn({ chat: to.conversation, error: describeTelegramError(err) }, 'telegram refused the formatted text; editing it in as plain text');
-      await edit(piece, false).catch(unlessNotModified);
+      await edit(piece, false, false).catch(unlessNotModified);
     }
   }
 

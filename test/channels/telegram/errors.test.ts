@@ -92,6 +92,18 @@ describe('withTelegramRetries', () => {
 });
 
 describe('ConversationPacer (channels/kit/pacer.ts), as Telegram uses it', () => {
+  it('a write that rides on the one just made goes at once and costs the next write a gap more; never while flooded', () => {
+    let now = 1_000;
+    const pacer = new ConversationPacer(1000, () => now);
+    pacer.wrote('1'); // the placeholder
+    now += 20;
+    expect(pacer.rideOn('1')).toBe(true); // its fill, at once
+    expect(pacer.waitMs('1')).toBe(1980); // the next write: two gaps after the placeholder
+    now += 5_000;
+    pacer.flood('1', 3_000);
+    expect(pacer.rideOn('1')).toBe(false);
+  });
+
   it('spaces writes of one chat and holds a flood wait; other chats are unaffected', () => {
     let now = 1_000;
     const pacer = new ConversationPacer(1000, () => now);
