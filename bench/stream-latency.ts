@@ -115,9 +115,10 @@ async function startModelTap() {
         /* not JSON: forwarded as is */
       }
     }
+    const { 'transfer-encoding': _chunked, ...headers } = req.headers;
     const out = request(
       new URL(req.url ?? '/', upstream),
-      { method: req.method, headers: { ...req.headers, host: upstream.host, 'content-length': String(body.length) } },
+      { method: req.method, headers: { ...headers, host: upstream.host, 'content-length': String(body.length) } },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         let pending = '';
@@ -274,9 +275,7 @@ async function slackRig(env: Record<string, string>): Promise<PlatformRig> {
     },
     writes(conversation) {
       return slack.calls
-        .filter(
-          (c) => c.params.channel === conversation && ['chat.postMessage', 'chat.update', 'chat.startStream', 'chat.appendStream'].includes(c.method),
-        )
+        .filter((c) => c.params.channel === conversation && ['chat.postMessage', 'chat.update', 'chat.startStream', 'chat.appendStream'].includes(c.method))
         .map((c) => ({
           at: c.at,
           via: c.method,
