@@ -8,13 +8,14 @@ import { workspaceFolderName } from '../../src/tools/workspace.js';
 import { startFakeOpenAI } from '../fakes/openai-server.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram } from '../fakes/telegram-server.js';
 import { spawnNode, waitFor, type Spawned } from '../helpers/processes.js';
-import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from '../helpers/redis.js';
+import { dropPrefix, testRedis, uniquePrefix } from '../helpers/redis.js';
 import { computeFigures, unaccounted, type Figures, type SentMessage } from './figures.js';
 import { Fleet } from './fleet.js';
 import { ModelDesk } from './model-desk.js';
 import { JOURNAL, JOURNAL_END, userText } from './model.js';
 import { Rng } from './rng.js';
 import { DELIVERY_HOLD_MS, KillScheduler, type Freeze, type Kill, type StrikePlan } from './scheduler.js';
+import { productEnv } from '../helpers/product-env.js';
 
 export interface ChaosOptions {
   workers: number;
@@ -84,25 +85,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const chatOf = new Map(plan.map((m) => [m.session, m.chatId]));
   const sessionOf = new Map(plan.map((m) => [m.token, m.session]));
   const journalPath = (chatId: number) => join(root, workspaceFolderName(sessionKeyOf({ platform: 'telegram', conversation: String(chatId) })), JOURNAL);
-  const env = {
-    REDIS_URL,
-    QUEUE_PREFIX: prefix,
-    OPENAI_BASE_URL: fake.baseURL,
-    OPENAI_API_KEY: 'chaos-key-not-secret',
-    AGENT_MODEL: 'fake-model',
-    WORKSPACE_ROOT: root,
-    TELEGRAM_BOT_TOKEN: TOKEN,
-    TELEGRAM_API_ROOT: tg.apiRoot,
-    DM_POLICY: 'open',
-    USER_RATE_LIMIT: '0',
-    PORT: '0',
-    LOG_LEVEL: 'info',
-    LOCK_DURATION_MS: String(LOCK_MS),
-    // Under twice the lock, so a dead worker's run is noticed by the first or second check after its lock expires.
-    STALLED_INTERVAL_MS: '2000',
-    WORKER_CONCURRENCY: String(o.concurrency ?? 4),
-    RECONCILE_INTERVAL_MS: '5000',
-  };
+  const env = productEnv(
+    { prefix, modelUrl: fake.baseURL, root },
+    {
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+      LOCK_DURATION_MS: String(LOCK_MS),
+      // Under twice the lock, so a dead worker's run is noticed by the first or second check after its lock expires.
+      STALLED_INTERVAL_MS: '2000',
+      WORKER_CONCURRENCY: String(o.concurrency ?? 4),
+      RECONCILE_INTERVAL_MS: '5000',
+    },
+  );
   const queue = new Queue(RUN_QUEUE, { connection: redis, prefix });
   const model = new ModelDesk(
     fake,

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { ChatMessage } from '../../src/agent/types.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { spawnNode, spawnWorker, waitFor, type Spawned } from './processes.js';
-import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from './redis.js';
+import { dropPrefix, testRedis, uniquePrefix } from './redis.js';
+import { productEnv } from './product-env.js';
 
 /** A fake platform's hooks that stop a call before it takes effect, or its answer after it did. */
 export interface Holds<C> {
@@ -39,25 +40,18 @@ export class KillRig {
       return { content: answer(String(users.at(-1)?.content)) };
     });
     const root = await mkdtemp(join(tmpdir(), `sb-${name}-`));
-    const env = {
-      REDIS_URL,
-      QUEUE_PREFIX: uniquePrefix(name),
-      OPENAI_BASE_URL: model.baseURL,
-      OPENAI_API_KEY: 'kill-test-key-not-secret',
-      AGENT_MODEL: 'fake-model',
-      WORKSPACE_ROOT: root,
-      DM_POLICY: 'open',
-      GROUP_POLICY: 'open',
-      USER_RATE_LIMIT: '0',
-      STREAM_ANSWERS: '0',
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      // A dead worker's run comes back in about 3 s.
-      LOCK_DURATION_MS: '2000',
-      STALLED_INTERVAL_MS: '1000',
-      RECONCILE_INTERVAL_MS: '3600000',
-      ...platformEnv,
-    };
+    const env = productEnv(
+      { prefix: uniquePrefix(name), modelUrl: model.baseURL, root },
+      {
+        GROUP_POLICY: 'open',
+        STREAM_ANSWERS: '0',
+        // A dead worker's run comes back in about 3 s.
+        LOCK_DURATION_MS: '2000',
+        STALLED_INTERVAL_MS: '1000',
+        RECONCILE_INTERVAL_MS: '3600000',
+        ...platformEnv,
+      },
+    );
     const gateway = spawnNode('src/cli/main.ts', ['gateway'], env);
     await waitFor('the gateway to connect', () => connected() || (gateway.child.exitCode !== null && Promise.reject(new Error(gateway.stderr()))), 60_000);
     return new KillRig(env, gateway, model, root);

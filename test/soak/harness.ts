@@ -7,7 +7,8 @@ import { PLACEHOLDER } from '../../src/channels/kit/pieces.js';
 import { startFakeOpenAI } from '../fakes/openai-server.js';
 import { startFakeTelegram, TOKEN, type FakeTelegram } from '../fakes/telegram-server.js';
 import { REPO } from '../helpers/processes.js';
-import { dropPrefix, REDIS_URL, testRedis, uniquePrefix } from '../helpers/redis.js';
+import { dropPrefix, testRedis, uniquePrefix } from '../helpers/redis.js';
+import { productEnv } from '../helpers/product-env.js';
 
 export interface SoakOptions {
   turns: number;
@@ -29,14 +30,23 @@ export interface SoakOptions {
 export interface RssSample {
   turns: number;
   atMs: number;
-  /** MiB per process, by role name (gateway, worker-1, …). */
+  /**
+   * MiB per process, by role name (gateway, worker-1, …): the least of SETTLE_READS readings over
+   * a few seconds (the load paused), what the process holds once the garbage of the turns in flight is collected.
+   * A leak raises it; a young-generation burst (tens of MiB for a moment, gone by the next
+   * reading) does not.
+   */
   rssMiB: Record<string, number>;
+  /** The first of those readings, as a single sample would have it. */
+  rawMiB: Record<string, number>;
 }
 
 export interface SoakResult {
   samples: RssSample[];
-  /** Per process: the baseline sample, the largest after it, and the growth in percent. */
+  /** Per process: the baseline sample, the largest after it, and the growth in percent (of the settled RSS: the bound). */
   growth: Record<string, { baselineMiB: number; peakAfterMiB: number; percent: number }>;
+  /** The same of the single first readings: what one sample per point shows, bursts included. */
+  rawGrowth: Record<string, { baselineMiB: number; peakAfterMiB: number; percent: number }>;
   turns: number;
   answered: number;
   /** Turns answered more than once, or not at all, when the run ended. */
@@ -55,6 +65,9 @@ interface Proc {
 }
 
 const CHAT_BASE = 900_000;
+/** Readings per sample (see RssSample.rssMiB), this far apart. */
+const SETTLE_READS = 5;
+const SETTLE_READ_GAP_MS = 1_000;
 
 /**
  * A long-running deployment in small: a gateway long-polling the fake Bot API, `workers` worker
@@ -74,26 +87,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     return { content: `ok ${String(users.at(-1)?.content ?? '')}` };
   });
   const root = await mkdtemp(join(tmpdir(), 'sb-soak-'));
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '/tmp',
-    REDIS_URL,
-    QUEUE_PREFIX: prefix,
-    OPENAI_BASE_URL: model.baseURL,
-    OPENAI_API_KEY: 'soak-key-not-secret',
-    AGENT_MODEL: 'fake-model',
-    WORKSPACE_ROOT: root,
-    TELEGRAM_BOT_TOKEN: TOKEN,
-    TELEGRAM_API_ROOT: tg.apiRoot,
-    DM_POLICY: 'open',
-    USER_RATE_LIMIT: '0',
-    STREAM_ANSWERS: '0',
-    PORT: '0',
-    LOG_LEVEL: 'info',
-    WORKER_CONCURRENCY: String(o.concurrency),
-    // A diagnosis aid: e.g. SOAK_NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2 to take heap snapshots of a growing process.
-    ...(process.env.SOAK_NODE_OPTIONS && { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS }),
-  };
+  const env = productEnv(
+    { prefix, modelUrl: model.baseURL, root },
+    {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      TELEGRAM_BOT_TOKEN: TOKEN,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+      STREAM_ANSWERS: '0',
+      WORKER_CONCURRENCY: String(o.concurrency),
+      // A diagnosis aid: e.g. SOAK_NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2 to take heap snapshots of a growing process.
+      ...(process.env.SOAK_NODE_OPTIONS && { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS }),
+    },
+  );
   const procs: Proc[] = [];
   try {
     procs.push(spawnRole('gateway', 'gateway', env));
@@ -105,8 +111,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const samples: RssSample[] = [];
     const sample = async (turns: number) => {
       const rssMiB: Record<string, number> = {};
-      for (const p of procs) rssMiB[p.name] = await rssOf(p.child.pid!);
-      samples.push({ turns, atMs: Date.now() - started, rssMiB });
+      const rawMiB: Record<string, number> = {};
+      for (let k = 0; k < SETTLE_READS; k++) {
+        if (k > 0) await new Promise((r) => setTimeout(r, SETTLE_READ_GAP_MS));
+        for (const p of procs) {
+          const now = await rssOf(p.child.pid!);
+          if (k === 0) rawMiB[p.name] = now;
+          rssMiB[p.name] = Math.min(rssMiB[p.name] ?? Infinity, now);
+        }
+      }
+      samples.push({ turns, atMs: Date.now() - started, rssMiB, rawMiB });
       o.log(
         `${turns} turns: ${Object.entries(rssMiB)
           .map(([n, v]) => `${n} ${v.toFixed(0)} MiB`)
@@ -128,6 +142,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     return {
       samples,
       growth: growthOf(samples, o.baselineAt),
+      rawGrowth: growthOf(samples, o.baselineAt, 'rawMiB'),
       turns: o.turns,
       answered: drive.done,
       duplicates,
@@ -259,13 +274,13 @@ async function rssOf(pid: number): Promise<number> {
 }
 
 /** Per process: its RSS at the baseline sample (the first at or past `baselineAt` turns), the peak after it, and the growth. */
-export function growthOf(samples: readonly RssSample[], baselineAt: number): SoakResult['growth'] {
+export function growthOf(samples: readonly RssSample[], baselineAt: number, of: 'rssMiB' | 'rawMiB' = 'rssMiB'): SoakResult['growth'] {
   const base = samples.find((s) => s.turns >= baselineAt);
   if (!base) return {};
   const after = samples.filter((s) => s.turns > base.turns);
   return Object.fromEntries(
-    Object.entries(base.rssMiB).map(([name, baselineMiB]) => {
-      const peakAfterMiB = Math.max(baselineMiB, ...after.map((s) => s.rssMiB[name] ?? 0));
+    Object.entries(base[of]).map(([name, baselineMiB]) => {
+      const peakAfterMiB = Math.max(baselineMiB, ...after.map((s) => s[of][name] ?? 0));
       return [name, { baselineMiB, peakAfterMiB, percent: ((peakAfterMiB - baselineMiB) / baselineMiB) * 100 }];
     }),
   );

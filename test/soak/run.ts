@@ -1,6 +1,7 @@
 // npm run soak: a gateway and workers through the fake Bot API for many turns, the RSS of each
 // process sampled (issue 29). Prints the curve and one JSON line; exits 1 when a process grew more
-// than --bound percent past its RSS at --baseline turns, or a turn was answered twice or not at all.
+// than --bound percent past its settled RSS at --baseline turns (the least of a few readings over a few
+// seconds at each point, the load paused: what it holds, not a moment's garbage; single readings are printed too), or a turn was answered twice or not at all.
 // Options: --turns N --sessions N --workers N --concurrency N (WORKER_CONCURRENCY) --in-flight N --sample-every N --baseline N --bound P,
 // --json (only the JSON line on stdout).
 import { parseArgs } from 'node:util';
@@ -48,14 +49,18 @@ const result = await runSoak({
 const over = Object.entries(result.growth).filter(([, g]) => g.percent > bound);
 if (!values.json) {
   const names = Object.keys(result.samples[0]?.rssMiB ?? {});
-  const rows = [['turns', 'seconds', ...names.map((n) => `${n} MiB`)]];
-  for (const s of result.samples) rows.push([String(s.turns), (s.atMs / 1000).toFixed(0), ...names.map((n) => s.rssMiB[n]!.toFixed(1))]);
+  const rows = [['turns', 'seconds', ...names.flatMap((n) => [`${n} MiB`, '(single)'])]];
+  for (const s of result.samples)
+    rows.push([String(s.turns), (s.atMs / 1000).toFixed(0), ...names.flatMap((n) => [s.rssMiB[n]!.toFixed(1), `(${s.rawMiB[n]!.toFixed(1)})`])]);
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) process.stdout.write(`  ${r.map((c, i) => c.padStart(widths[i]!)).join('  ')}\n`);
-  for (const [name, g] of Object.entries(result.growth))
+  const pct = (p: number) => `${p >= 0 ? '+' : ''}${p.toFixed(1)} %`;
+  for (const [name, g] of Object.entries(result.growth)) {
+    const raw = result.rawGrowth[name];
     process.stdout.write(
-      `  ${name}: ${g.baselineMiB.toFixed(1)} MiB at the baseline, peak after it ${g.peakAfterMiB.toFixed(1)} MiB (${g.percent >= 0 ? '+' : ''}${g.percent.toFixed(1)} %)\n`,
+      `  ${name}: settled ${g.baselineMiB.toFixed(1)} MiB at the baseline, peak after it ${g.peakAfterMiB.toFixed(1)} MiB (${pct(g.percent)}); single readings ${raw ? `${raw.baselineMiB.toFixed(1)} → ${raw.peakAfterMiB.toFixed(1)} MiB (${pct(raw.percent)})` : 'n/a'}\n`,
     );
+  }
   process.stdout.write(
     `soak: ${result.answered} of ${result.turns} turns answered in ${(result.wallMs / 1000).toFixed(0)} s; duplicates ${result.duplicates}, unanswered ${result.unanswered}; ${over.length === 0 ? `every process within +${bound} %` : `over +${bound} %: ${over.map(([n]) => n).join(', ')}`}\n`,
   );

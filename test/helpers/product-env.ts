@@ -1,0 +1,22 @@
+import { REDIS_URL } from './redis.js';
+
+/**
+ * The environment of a gateway or worker process a test or measurement starts: its own key
+ * prefix and workspace root, the fake model, anyone may talk to it (access control has its own
+ * tests), no per-person rate limit, a free port, info logs (the tests read "worker ready").
+ */
+export function productEnv(o: { prefix: string; modelUrl: string; root: string }, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    REDIS_URL,
+    QUEUE_PREFIX: o.prefix,
+    OPENAI_BASE_URL: o.modelUrl,
+    OPENAI_API_KEY: 'test-key-not-secret',
+    AGENT_MODEL: 'fake-model',
+    WORKSPACE_ROOT: o.root,
+    DM_POLICY: 'open',
+    USER_RATE_LIMIT: '0',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
