@@ -5,6 +5,9 @@ import { slackCall } from './api.js';
 import { SlackRefused } from './errors.js';
 import { parseMessageKey } from './ids.js';
 
+/** Messages acknowledged and not yet ended, kept at most (a long-lived worker must not grow). */
+const MAX_ACKNOWLEDGED = 1_000;
+
 /** Reactions on the user's message: received and working, then how the run ended. */
 export const REACTIONS = { working: 'eyes', completed: 'white_check_mark', failed: 'warning' } as const;
 
@@ -28,6 +31,8 @@ export class SlackReactions {
     const key = `${to.conversation}:${to.replyTo}`;
     if (this.acknowledged.has(key)) return;
     this.acknowledged.add(key);
+    // A turn another worker finished (this one died or stopped mid-run) is never ended here: the oldest go first.
+    if (this.acknowledged.size > MAX_ACKNOWLEDGED) this.acknowledged.delete(this.acknowledged.values().next().value!);
     await this.react(to.conversation, to.replyTo, 'add', REACTIONS.working);
   }
 
