@@ -228,21 +228,9 @@ async function telegramRig(env: Record<string, string>): Promise<PlatformRig> {
       const session = sessionKeyOf({ platform: 'telegram', conversation });
       return (await stack.redis.get(stack.keys.last(session))) !== null && (await stack.redis.exists(stack.keys.outbox(session))) === 0;
     },
-    async close() {
-      try {
-        await stack.close();
-      } finally {
-        await tg.close();
-      }
-    },
+    close: closeBoth(stack, tg),
   };
-  try {
-    await waitFor('the telegram channel to connect', () => stack.gateway.channels.find((c) => c.name === 'telegram')?.health().connected === true, 15_000);
-  } catch (err) {
-    await rig.close();
-    throw err;
-  }
-  return rig;
+  return whenReady(rig, 'the telegram channel to connect', () => stack.gateway.channels.find((c) => c.name === 'telegram')?.health().connected === true);
 }
 
 async function slackRig(env: Record<string, string>): Promise<PlatformRig> {
@@ -287,21 +275,9 @@ async function slackRig(env: Record<string, string>): Promise<PlatformRig> {
       const session = sessionKeyOf({ platform: 'slack', conversation, thread: threads.get(conversation) });
       return (await stack.redis.get(stack.keys.last(session))) !== null && (await stack.redis.exists(stack.keys.outbox(session))) === 0;
     },
-    async close() {
-      try {
-        await stack.close();
-      } finally {
-        await slack.close();
-      }
-    },
+    close: closeBoth(stack, slack),
   };
-  try {
-    await waitFor('slack identity', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true, 15_000);
-  } catch (err) {
-    await rig.close();
-    throw err;
-  }
-  return rig;
+  return whenReady(rig, 'slack identity', async () => (await (await readyz(stack)).json()).channels?.slack?.connected === true);
 }
 
 async function discordRig(env: Record<string, string>): Promise<PlatformRig> {
@@ -340,16 +316,26 @@ async function discordRig(env: Record<string, string>): Promise<PlatformRig> {
       const last = await stack.redis.get(stack.keys.last(session(conversation)));
       return last !== null && last !== lastBefore.get(conversation) && (await stack.redis.exists(stack.keys.outbox(session(conversation)))) === 0;
     },
-    async close() {
-      try {
-        await stack.close();
-      } finally {
-        await fake.close();
-      }
-    },
+    close: closeBoth(stack, fake),
   };
+  return whenReady(rig, 'the Discord gateway to be ready', () => stack.gateway.channels.find((c) => c.name === 'discord')?.health().connected === true);
+}
+
+/** A rig's close: the stack, then its fake platform, even when the stack fails to stop. */
+function closeBoth(stack: Stack, fake: { close(): Promise<void> }): () => Promise<void> {
+  return async () => {
+    try {
+      await stack.close();
+    } finally {
+      await fake.close();
+    }
+  };
+}
+
+/** The rig once its channel is ready; closed, and the error thrown, if it never gets there. */
+async function whenReady(rig: PlatformRig, what: string, ready: () => boolean | Promise<boolean>): Promise<PlatformRig> {
   try {
-    await waitFor('the Discord gateway to be ready', () => stack.gateway.channels.find((c) => c.name === 'discord')?.health().connected === true, 15_000);
+    await waitFor(what, ready, 15_000);
   } catch (err) {
     await rig.close();
     throw err;

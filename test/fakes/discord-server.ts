@@ -1,3 +1,4 @@
+import { clientGoneAfter } from './hold.js';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { buffer as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
@@ -668,13 +669,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       at: Date.now(),
     };
     requests.push(recorded);
-    const before = holdRequest?.(recorded) ?? 0;
-    if (before > 0) {
-      await new Promise((r) => setTimeout(r, before));
-      if (req.socket.destroyed) {
-        recorded.dropped = true;
-        return;
-      }
+    if (await clientGoneAfter(holdRequest?.(recorded) ?? 0, req)) {
+      recorded.dropped = true;
+      return;
     }
     const reply = await route(recorded, url.pathname.startsWith('/api/v10/'));
     recorded.status = reply.status;

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { buffer as readBytes, text as readBody } from 'node:stream/consumers';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { clientGoneAfter } from './hold.js';
 
 /**
  * An in-process fake of Slack's Web API (and Socket Mode) on 127.0.0.1 for driving the real
@@ -226,13 +227,9 @@ export async function startFakeSlack(options: { botToken?: string; scopes?: stri
     const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : (params.token as string | undefined);
     const call: Call = { method, params, token, at: Date.now(), status: 200 };
     calls.push(call);
-    const beforeMs = holdRequest?.(call) ?? 0;
-    if (beforeMs > 0) {
-      await new Promise((r) => setTimeout(r, beforeMs));
-      if (req.socket.destroyed) {
-        call.dropped = true;
-        return;
-      }
+    if (await clientGoneAfter(holdRequest?.(call) ?? 0, req)) {
+      call.dropped = true;
+      return;
     }
 
     const failure = failures.get(method)?.shift();

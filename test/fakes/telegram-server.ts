@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { lookup } from 'mime-types';
 import { parseText } from './telegram-html.js';
 import { formToBody, imageSize, isUploadedFile, parseMultipart, photoDimensionsValid, photoSizes, type UploadedFile } from './telegram-upload.js';
+import { clientGoneAfter } from './hold.js';
 
 export { parseTelegramHtml, parseText } from './telegram-html.js';
 
@@ -254,13 +255,9 @@ export async function startFakeTelegram(options: { token?: string; keepCalls?: b
         ...(fault.parameters && { parameters: fault.parameters }),
       });
     }
-    const beforeMs = method === 'getUpdates' ? 0 : (holdRequest?.(call) ?? 0);
-    if (beforeMs > 0) {
-      await new Promise((r) => setTimeout(r, beforeMs));
-      if (req.socket.destroyed) {
-        call.dropped = true;
-        return;
-      }
+    if (await clientGoneAfter(method === 'getUpdates' ? 0 : (holdRequest?.(call) ?? 0), req)) {
+      call.dropped = true;
+      return;
     }
     const holdMs = method === 'getUpdates' ? 0 : (hold?.(call) ?? 0);
     return perform(method, body, call, holdMs > 0 ? heldResponse(res, holdMs) : res);

@@ -111,27 +111,25 @@ export class TelegramWriter {
    */
   placeholder(target: { to: InboundMessage }, replies: (index: number) => boolean): Placeholder {
     return {
-      place: async (i) => {
-        try {
-          return await this.send(target.to, PLACEHOLDER, { html: false, notify: true, reply: replies(i), previews: 'answer', turnTaken: true });
-        } catch (err) {
-          const failure = classifyTelegramError(err);
-          if (failure.kind !== 'migrated') throw err;
-          target.to = movedTo(target.to, failure.chatId);
-          return this.send(target.to, PLACEHOLDER, { html: false, notify: true, reply: false, previews: 'answer' });
-        }
-      },
-      fill: async (id, piece, _i, justPlaced) => {
-        try {
-          await this.editPiece(target.to, id, piece, justPlaced);
-        } catch (err) {
-          const failure = classifyTelegramError(err);
-          if (failure.kind !== 'migrated') throw err;
-          target.to = movedTo(target.to, failure.chatId);
-          await this.editPiece(target.to, id, piece);
-        }
-      },
+      // After a move: no reply (the old message ids do not carry over), and a turn of its own.
+      place: (i) =>
+        this.followingMigration(target, (to, moved) =>
+          this.send(to, PLACEHOLDER, { html: false, notify: true, reply: !moved && replies(i), previews: 'answer', turnTaken: !moved }),
+        ),
+      fill: (id, piece, _i, justPlaced) => this.followingMigration(target, (to, moved) => this.editPiece(to, id, piece, justPlaced && !moved)),
     };
+  }
+
+  /** `write` in `target.to`, and once more in the new chat when the group became a supergroup (target follows it). */
+  private async followingMigration<T>(target: { to: InboundMessage }, write: (to: InboundMessage, moved: boolean) => Promise<T>): Promise<T> {
+    try {
+      return await write(target.to, false);
+    } catch (err) {
+      const failure = classifyTelegramError(err);
+      if (failure.kind !== 'migrated') throw err;
+      target.to = movedTo(target.to, failure.chatId);
+      return write(target.to, true);
+    }
   }
 
   /**
