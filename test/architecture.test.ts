@@ -455,6 +455,12 @@ describe('architecture', () => {
     expect(FILES.filter((f) => readFileSync(f, 'utf8').includes('anySignal(')).length).toBeGreaterThanOrEqual(5);
   });
 
+  it("a run's job log, data and progress go through its trace (one write behind the run): only run/job-trace.ts writes them", () => {
+    // ctx.job.log(, job.updateData(, this.job.updateProgress( … (the trace itself is the one writer the rule sees).
+    const users = FILES.filter((f) => /\bjob\.(log|updateProgress|updateData)\s*\(/.test(readFileSync(f, 'utf8'))).map(rel);
+    expect(users).toEqual(['run/job-trace.ts']);
+  });
+
   it("every Discord message write waits for its channel's turn: only the writer calls the REST client", () => {
     // rest.ts is the client; slash.ts registers the commands at start (no message, no channel).
     const allowed = new Set(['channels/discord/writer.ts', 'channels/discord/rest.ts', 'channels/discord/slash.ts']);
@@ -527,6 +533,7 @@ describe('architecture', () => {
       'approvals/desk.ts',
       'channels/telegram/lease.ts',
       'queue/producer.ts',
+      'run/job-trace.ts',
       'schedules/schedule-store.ts',
       'session/scripts.ts',
     ]);

@@ -26,12 +26,13 @@ export class UserRateLimit {
    */
   async consume(platform: string, userId: string, eventId: string): Promise<RateVerdict> {
     const key = this.keys.rated(platform, eventId);
-    if ((await this.redis.set(key, 'counting', 'EX', 300, 'NX')) !== 'OK') {
+    // Marked let through before it is counted: a copy that arrives meanwhile is let through too,
+    // as its first copy will be unless refused (the one outcome that is written after).
+    if ((await this.redis.set(key, 'ok', 'EX', 300, 'NX')) !== 'OK') {
       return (await this.redis.get(key)) === 'refused' ? { ok: false, retryAfterS: 60, first: false } : { ok: true };
     }
     try {
       await this.limiter.consume(`${platform}:${userId}`);
-      await this.redis.set(key, 'ok', 'EX', 300);
       return { ok: true };
     } catch (err) {
       // A Redis failure is an Error and is thrown on (the platform delivers the event again); a refusal is a RateLimiterRes.

@@ -187,6 +187,14 @@ export class SessionKeys extends RedisKeys {
   jobLock(jobId: string): string {
     return `${this.jobBase}${jobId}:lock`;
   }
+  /** BullMQ's hash of a job (its data, progress, state fields). */
+  job(jobId: string): string {
+    return `${this.jobBase}${jobId}`;
+  }
+  /** BullMQ's list of a job's log rows (what the dashboard shows as its logs). */
+  jobLogs(jobId: string): string {
+    return `${this.jobBase}${jobId}:logs`;
+  }
   /** BullMQ's de-duplication key: the job id that holds a de-duplication id (the session). */
   deduplication(id: string): string {
     return `${this.jobBase}de:${id}`;

@@ -15,13 +15,16 @@ export const ENQUEUE = defineScript({
   keys: ['seen', 'inbox', 'pending', 'taken'],
   args: ['message', 'seenTtl', 'session', 'max'],
   lua: `
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if not redis.call('SET', KEYS[1], '1', 'EX', ARGV[2], 'NX') then return -1 end
 local max = tonumber(ARGV[4])
-if max > 0 and redis.call('LLEN', KEYS[2]) - tonumber(redis.call('GET', KEYS[4]) or '0') >= max then return -2 end
-redis.call('SET', KEYS[1], '1', 'EX', ARGV[2])
-redis.call('RPUSH', KEYS[2], ARGV[1])
+if max > 0 and redis.call('LLEN', KEYS[2]) - tonumber(redis.call('GET', KEYS[4]) or '0') >= max then
+  -- Refused, so not seen: the platform's redelivery may find room.
+  redis.call('DEL', KEYS[1])
+  return -2
+end
+local length = redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[3])
-return redis.call('LLEN', KEYS[2])
+return length
 `,
   decode: (reply, unexpected): Enqueued =>
     reply === -1

@@ -45,7 +45,7 @@ export async function requestApproval(
   }
   const messageId = await out.approvalCard(to, cardOf(record));
   await journal.write([{ t: 'approval_card', step: request.step, callId: request.callId, messageId }]);
-  await ctx.job.log(`approval ${record.id}: ${request.name} ${request.args} waits for ${record.requesterName ?? record.requester} or an approver`);
+  ctx.trace.line(`approval ${record.id}: ${request.name} ${request.args} waits for ${record.requesterName ?? record.requester} or an approver`);
   log.info({ tool: request.name, approval: record.id, expiresAt: record.expiresAt }, 'run parked until approved, denied or expired');
   await park(ctx, open);
 }
@@ -71,7 +71,7 @@ export async function resolveApprovals(ctx: RunContext, journal: TurnJournal, ou
     if (status === 'cancelled') cancelled = true;
     else await journal.write([{ t: 'approval', step: open.step, callId: open.callId, tool: open.tool, argsHash: open.argsHash, decision: status, by, at }]);
     deps.metrics?.approvals.inc({ outcome: status });
-    await ctx.job.log(`approval ${open.id}: ${status} by ${by} at ${new Date(at).toISOString()}`);
+    ctx.trace.line(`approval ${open.id}: ${status} by ${by} at ${new Date(at).toISOString()}`);
     const cardId = journal.approvalCardOf(open);
     if (cardId !== undefined && record && out.approvalDecided) {
       await out

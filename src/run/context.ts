@@ -17,6 +17,7 @@ import type { ExecOptions } from '../tools/sandbox.js';
 import type { Tool } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
 import type { ScheduleBook } from '../schedules/schedule-book.js';
+import type { JobTrace } from './job-trace.js';
 
 /** What every run of a worker shares, in groups: the queue and Redis, then one group per phase that needs it. */
 export interface RunDeps {
@@ -86,6 +87,8 @@ export interface RunContext {
   started: number;
   store: SessionStore;
   log: Logger;
+  /** The job's log rows, display data and progress for the dashboard, written behind the run. */
+  trace: JobTrace;
   /** BullMQ's abort signal of the job (worker.cancelJob). */
   signal?: AbortSignal;
 }

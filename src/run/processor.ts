@@ -11,6 +11,7 @@ import { addRunJob } from '../queue/run-queue.js';
 import { forDisplay, jobName, type RunJobData, type RunResult } from '../queue/job-data.js';
 import { parseJournal, TurnJournal } from '../session/journal.js';
 import { runViewPath } from './record.js';
+import { JobTrace } from './job-trace.js';
 import { lastRunOf, recordOf, resultOf, skippedResult } from './outcome.js';
 import type { RunContext, RunDeps } from './context.js';
 import { executeTurn, type TurnResult } from './turn.js';
@@ -39,19 +40,24 @@ type Processor = (job: Job<RunJobData, RunResult>, token: string | undefined, si
 export function createProcessor(deps: RunDeps): Processor {
   return async (job, token, signal) => {
     const ctx = runContext(deps, job, token, signal);
-    const claimed = await claim(ctx);
-    if (claimed.kind === 'skipped') return claimed.result;
-    const { turn, journal, history } = await begin(ctx, claimed);
-    const to = turn.taken[turn.taken.length - 1]!.message;
-    const out = deps.delivery.outbound(to.platform);
-    const done = await runOrSuspend(ctx, turn, journal, history, out);
-    const { record, outbox, left } = await commit(ctx, turn, journal, done, to);
-    // The turn is committed (the commit was the fence: a worker that froze past its lock stops
-    // there): from here a crash re-delivers the outbox, it never re-runs the turn.
-    const delivery = new TurnJournal(ctx.store, []);
-    const report = await deliver(ctx, out, record, delivery);
-    await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session: ctx.session }) : undefined]);
-    return finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries]);
+    try {
+      const claimed = await claim(ctx);
+      if (claimed.kind === 'skipped') return claimed.result;
+      const { turn, journal, history } = await begin(ctx, claimed);
+      const to = turn.taken[turn.taken.length - 1]!.message;
+      const out = deps.delivery.outbound(to.platform);
+      const done = await runOrSuspend(ctx, turn, journal, history, out);
+      const { record, outbox, left } = await commit(ctx, turn, journal, done, to);
+      // The turn is committed (the commit was the fence: a worker that froze past its lock stops
+      // there): from here a crash re-delivers the outbox, it never re-runs the turn.
+      const delivery = new TurnJournal(ctx.store, []);
+      const report = await deliver(ctx, out, record, delivery);
+      await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session: ctx.session }) : undefined]);
+      return await finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries]);
+    } finally {
+      // Every way out (an answer, a skip, a parked approval, a shutdown, a failure) writes what the dashboard is still owed.
+      await ctx.trace.close();
+    }
   };
 }
 
@@ -60,6 +66,7 @@ function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: strin
   const session = job.data.session;
   const jobId = job.id;
   const runId = `${jobId}.${job.attemptsStarted}`;
+  const log = deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId });
   return {
     deps,
     job,
@@ -69,7 +76,8 @@ function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: strin
     runId,
     started: Date.now(),
     store: new SessionStore(deps.redis, deps.keys, session, { jobId, token }),
-    log: deps.log.child({ platform: session.slice(0, session.indexOf(':')), session, jobId, runId }),
+    log,
+    trace: new JobTrace(deps.redis, deps.keys, job, log),
     ...(signal && { signal }),
   };
 }
@@ -86,7 +94,7 @@ async function claim(ctx: RunContext): Promise<Claimed> {
     deps.metrics?.unreadable.inc(claim.unreadable);
   }
   if (claim.kind === 'busy') {
-    await ctx.job.log(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
+    ctx.trace.line(`session is held by run ${claim.holder}; this job leaves the inbox to it`);
     ctx.log.info({ holder: claim.holder }, 'session busy, job skipped');
     return skipped('session_busy');
   }
@@ -110,13 +118,11 @@ async function begin(
   const turn = await takeTurn(ctx, claimed.messages, journal);
   const messages = turn.taken.map((c) => c.message);
   deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
-  // Independent round trips go out together: the history read, the turn's taken count (SESSION_QUEUE_MAX counts the rest), and the job's data and log.
+  // Independent round trips go out together: the history read and the turn's taken count (SESSION_QUEUE_MAX counts the rest).
   const history = readHistory(deps, ctx.session);
-  await Promise.all([
-    ctx.store.take(turn.taken.length),
-    job.updateData({ ...job.data, messages: messages.map(forDisplay), runId }),
-    job.log(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`),
-  ]);
+  ctx.trace.setData({ ...job.data, messages: messages.map(forDisplay), runId });
+  ctx.trace.line(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`);
+  await ctx.store.take(turn.taken.length);
   ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
   return { turn, journal, history };
 }
@@ -192,7 +198,7 @@ async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, h
       if (!(err instanceof RunSuspended) || err.why !== 'shutdown') throw err;
       await journal.writeBuffer();
       await ctx.job.moveToWait(ctx.token);
-      await ctx.job.log(`run ${ctx.runId} stopped at a step boundary for a shutdown; another run resumes it from the journal`);
+      ctx.trace.line(`run ${ctx.runId} stopped at a step boundary for a shutdown; another run resumes it from the journal`);
       ctx.log.info('run suspended for shutdown; the job waits for another worker');
       throw new WaitingError();
     }
@@ -296,17 +302,18 @@ async function finish(
       deps.metrics,
     );
   }
-  await done.jobLogs;
+  ctx.trace.line(`run view: ${runViewPath(runId)}`);
+  // A run that did not complete, or a reply the platform refused for good, is a failed job and
+  // never retried: repeating cannot change either (the reply is settled, the session goes on).
+  const failed = outcome.state !== 'completed' || report.undeliverable !== undefined;
+  if (failed) ctx.trace.line(`result ${JSON.stringify(result)}`);
   await Promise.all([
     deps.runs
       .save(recordOf(ctx, result, outcome, { messages: turn.taken.map((c) => forDisplay(c.message)), timeline: done.timeline, journal }))
       .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
-    job.log(`run view: ${runViewPath(runId)}`),
+    ctx.trace.close(),
   ]);
-  // A run that did not complete, or a reply the platform refused for good, is a failed job and
-  // never retried: repeating cannot change either (the reply is settled, the session goes on).
-  if (outcome.state !== 'completed' || report.undeliverable !== undefined) {
-    await job.log(`result ${JSON.stringify(result)}`);
+  if (failed) {
     if (report.undeliverable !== undefined) throw new UnrecoverableError(`undeliverable: ${report.undeliverable}`);
     throw new UnrecoverableError(`${outcome.state}: ${outcome.reason}${outcome.detail ? ` — ${outcome.detail}` : ''}`);
   }

@@ -28,8 +28,6 @@ export interface TurnResult {
   streamed?: StreamedAnswer;
   statusMessageId?: string;
   timeline: TimelineEntry[];
-  /** The narration's job-log lines, written while the run went on. */
-  jobLogs: Promise<void>;
 }
 
 const NO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
@@ -96,7 +94,6 @@ export async function executeTurn(
     return {
       outcome: timedOut(outcome, signal, deps.agent.runTimeoutMs),
       timeline,
-      jobLogs: events.jobLogs(),
       ...(progress.statusMessageId !== undefined && { statusMessageId: progress.statusMessageId }),
       ...(streamed && { streamed }),
     };
@@ -115,7 +112,7 @@ function controlTurn(turn: Turn): TurnResult {
     turn.kind === 'reset'
       ? { ...none, state: 'completed', answer: RESET_ANSWER }
       : { ...none, state: 'failed', reason: 'worker_crashed', detail: 'the turn started too many runs that died at the same step' };
-  return { outcome, timeline: [], jobLogs: Promise.resolve() };
+  return { outcome, timeline: [] };
 }
 
 /** Journals the turn's start (or this run's resume of it); returns when the turn first started, which its deadline counts from. */

@@ -127,8 +127,8 @@ export const JOURNAL = defineScript({
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -2 end
 if ARGV[3] == '1' then redis.call('DEL', KEYS[3]) end
-for i = 4, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
-return redis.call('LLEN', KEYS[3])
+if #ARGV < 4 then return redis.call('LLEN', KEYS[3]) end
+return redis.call('RPUSH', KEYS[3], unpack(ARGV, 4))
 `,
   decode: fenced((length) => ({ kind: 'written' as const, length })),
 });
