@@ -8,6 +8,13 @@ import type { ChatMessage } from './types.js';
  * it runs before every model call and must not depend on which model is behind the endpoint.
  */
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly OpenAI.Chat.Completions.ChatCompletionTool[] = []): number {
+  return estimateMessagesTokens(messages) + (tools.length > 0 ? toolsTokens(tools) : 0);
+}
+
+function estimateMessagesTokens(messages: readonly ChatMessage[]): number {
+  // A replacer is what makes JSON.stringify slow: only a prompt with an inline image needs one.
+  const plain = JSON.stringify(messages);
+  if (!plain.includes('"url":"data:')) return estimateTextTokens(plain);
   let images = 0;
   // An image's base64 is not text the model reads: it costs about a fixed number of tokens however large.
   const json = JSON.stringify(messages, (key, value: unknown) => {
@@ -17,7 +24,15 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
     }
     return value;
   });
-  return estimateTextTokens(json) + images * IMAGE_TOKENS + (tools.length > 0 ? estimateTextTokens(JSON.stringify(tools)) : 0);
+  return estimateTextTokens(json) + images * IMAGE_TOKENS;
+}
+
+/** A run offers the same tool list to every model call: its cost is counted once. */
+const toolCosts = new WeakMap<readonly OpenAI.Chat.Completions.ChatCompletionTool[], number>();
+function toolsTokens(tools: readonly OpenAI.Chat.Completions.ChatCompletionTool[]): number {
+  let cost = toolCosts.get(tools);
+  if (cost === undefined) toolCosts.set(tools, (cost = estimateTextTokens(JSON.stringify(tools))));
+  return cost;
 }
 
 /**
@@ -26,12 +41,10 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
  */
 export const IMAGE_TOKENS = 1_500;
 
+const NON_ASCII = /[^\x00-\x7f]/g;
+
 export function estimateTextTokens(text: string): number {
-  let ascii = 0;
-  let other = 0;
-  for (let i = 0; i < text.length; i++) {
-    if (text.charCodeAt(i) < 128) ascii++;
-    else other++;
-  }
-  return Math.ceil(ascii / 4) + other;
+  // A regular expression scans natively: four times the speed of a character loop on long prompts.
+  const other = text.match(NON_ASCII)?.length ?? 0;
+  return Math.ceil((text.length - other) / 4) + other;
 }

@@ -30,8 +30,14 @@ export type HistoryPlan =
  * the older ones are summarised, oldest first and at most `maxInputTokens` of them in one call
  * (the rest wait for the next turn's compaction).
  */
-export function planHistory(turns: readonly ChatMessage[][], summaryTokens: number, budgetTokens: number, maxInputTokens: number): HistoryPlan {
-  const costs = turns.map((t) => estimateTokens(t));
+export function planHistory(
+  turns: readonly ChatMessage[][],
+  summaryTokens: number,
+  budgetTokens: number,
+  maxInputTokens: number,
+  /** Each turn's estimate, when the caller has it already (e.g. from the stored JSON). */
+  costs: readonly number[] = turns.map((t) => estimateTokens(t)),
+): HistoryPlan {
   if (summaryTokens + costs.reduce((a, b) => a + b, 0) <= budgetTokens) return { kind: 'fits' };
   let kept = 0;
   let used = 0;

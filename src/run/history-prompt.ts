@@ -2,7 +2,7 @@ import { boundHistory } from '../agent/history.js';
 import { planHistory, summariseTurns, summaryTokens, type HistorySummary } from '../agent/summary.js';
 import type { ChatMessage, TokenAllowance } from '../agent/types.js';
 import type { RunContext } from './context.js';
-import { estimateTokens } from '../agent/budget.js';
+import { estimateTextTokens, estimateTokens } from '../agent/budget.js';
 import { meteredModel } from './token-allowance.js';
 
 /** What the session keeps of its past: the raw turns (the last 200), how many were ever appended, and the summary. */
@@ -40,7 +40,9 @@ export async function historyForTurn(
   const summary = parseSummary(stored.summary, count);
   const covered = Math.max(summary?.covers ?? 0, firstNumber - 1);
   const after = turns.slice(covered - firstNumber + 1);
-  const plan = planHistory(after, summaryTokens(summary), budgetTokens, SUMMARY_INPUT_TOKENS);
+  // A stored turn is the JSON of its messages (images already taken out): its estimate is that text's.
+  const costs = stored.entries.slice(covered - firstNumber + 1).map(estimateTextTokens);
+  const plan = planHistory(after, summaryTokens(summary), budgetTokens, SUMMARY_INPUT_TOKENS, costs);
   const withSummary = (s: HistorySummary | undefined, recent: ChatMessage[][]): PromptHistory => ({
     messages: boundHistory(recent, budgetTokens - summaryTokens(s)),
     ...(s && { summary: s }),
