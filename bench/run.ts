@@ -461,7 +461,11 @@ function redisRows(x: Awaited<ReturnType<typeof measureRedisPerTurn>> | { error:
 
 function overheadRows(rows: Awaited<ReturnType<typeof overhead>>): [string, string, string][] {
   return rows.flatMap((o): [string, string, string][] => [
-    [`pipeline vs floor at ${o.concurrency} sessions: p50`, `${o.pipeline.p50} vs ${o.floor.p50} ms (×${o.p50Ratio}); p99 ${o.pipeline.p99} vs ${o.floor.p99}`, ''],
+    [
+      `pipeline vs floor at ${o.concurrency} sessions: p50`,
+      `${o.pipeline.p50} vs ${o.floor.p50} ms (×${o.p50Ratio}); p99 ${o.pipeline.p99} vs ${o.floor.p99}`,
+      '',
+    ],
     [`  vs floor + the model call at ${o.concurrency}`, `${o.pipeline.p50} vs ${o.floor.p50} + ${o.modelCall.p50} ms (×${o.p50VsFloorAndModel})`, '≤ ×2'],
     [`  throughput at ${o.concurrency}`, `${o.pipeline.perSecond} vs ${o.floor.perSecond} msg/s (×${o.throughputRatio}); lost ${o.pipeline.lost}`, '≥ ×0.5'],
     [`  the model call alone at ${o.concurrency}`, `p50 ${o.modelCall.p50} ms, ${o.modelCall.perSecond} calls/s`, ''],

@@ -2,16 +2,12 @@ import { boundHistory } from '../agent/history.js';
 import { planHistory, summariseTurns, summaryTokens, type HistorySummary } from '../agent/summary.js';
 import type { ChatMessage, TokenAllowance } from '../agent/types.js';
 import type { RunContext } from './context.js';
+import type { SessionHistory } from '../session/scripts.js';
 import { estimateTextTokens, estimateTokens } from '../agent/budget.js';
 import { meteredModel } from './token-allowance.js';
 
-/** What the session keeps of its past: the raw turns (the last 200), how many were ever appended, and the summary. */
-export interface StoredHistory {
-  entries: string[];
-  /** null: a history from before the count was kept (its turns are numbered from 1). */
-  count: string | null;
-  summary: string | null;
-}
+/** What the session keeps of its past, as the claim read it. */
+export type StoredHistory = SessionHistory;
 
 export interface PromptHistory {
   messages: ChatMessage[];

@@ -43,17 +43,20 @@ export function createProcessor(deps: RunDeps): Processor {
     try {
       const claimed = await claim(ctx);
       if (claimed.kind === 'skipped') return claimed.result;
-      const { turn, journal, history } = await begin(ctx, claimed);
+      const { turn, journal, history, taken } = await begin(ctx, claimed);
       const to = turn.taken[turn.taken.length - 1]!.message;
       const out = deps.delivery.outbound(to.platform);
       const done = await runOrSuspend(ctx, turn, journal, history, out);
+      await taken;
       const { record, outbox, left } = await commit(ctx, turn, journal, done, to);
       // The turn is committed (the commit was the fence: a worker that froze past its lock stops
       // there): from here a crash re-delivers the outbox, it never re-runs the turn.
       const delivery = new TurnJournal(ctx.store, []);
       const report = await deliver(ctx, out, record, delivery);
-      await Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session: ctx.session }) : undefined]);
-      return await finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries]);
+      // The session is released (and its next job added) while the run is recorded: finish awaits both.
+      const settled = Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session: ctx.session }) : undefined]);
+      settled.catch(() => undefined);
+      return await finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries], settled);
     } finally {
       // Every way out (an answer, a skip, a parked approval, a shutdown, a failure) writes what the dashboard is still owed.
       await ctx.trace.close();
@@ -82,7 +85,7 @@ function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: strin
   };
 }
 
-type Claimed = { kind: 'skipped'; result: RunResult } | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[] };
+type Claimed = { kind: 'skipped'; result: RunResult } | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[]; history: StoredHistory };
 
 /** Claims the inbox head under the session fence, first delivering a reply an earlier run committed and did not confirm. */
 async function claim(ctx: RunContext): Promise<Claimed> {
@@ -105,26 +108,30 @@ async function claim(ctx: RunContext): Promise<Claimed> {
     return skipped('inbox_empty');
   }
   // The journal was the pending reply's (delivered above), or it is the unfinished turn's.
-  return { kind: 'claimed', messages: claim.messages, journal: claim.pendingReply === undefined ? claim.journal : [] };
+  return { kind: 'claimed', messages: claim.messages, journal: claim.pendingReply === undefined ? claim.journal : [], history: claim.history };
 }
 
-/** Picks the turn and reads what it needs: its journal, the session's history, the job's display data. */
+/**
+ * Picks the turn (its journal and the session's history came with the claim) and records how
+ * many messages it takes: that write goes on while the turn runs (`taken`, awaited before the commit).
+ */
 async function begin(
   ctx: RunContext,
   claimed: Extract<Claimed, { kind: 'claimed' }>,
-): Promise<{ turn: Turn; journal: TurnJournal; history: Promise<StoredHistory> }> {
+): Promise<{ turn: Turn; journal: TurnJournal; history: Promise<StoredHistory>; taken: Promise<void> }> {
   const { deps, job, runId } = ctx;
   const journal = new TurnJournal(ctx.store, parseJournal(claimed.journal));
   const turn = await takeTurn(ctx, claimed.messages, journal);
   const messages = turn.taken.map((c) => c.message);
   deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
-  // Independent round trips go out together: the history read and the turn's taken count (SESSION_QUEUE_MAX counts the rest).
-  const history = readHistory(deps, ctx.session);
   ctx.trace.setData({ ...job.data, messages: messages.map(forDisplay), runId });
   ctx.trace.line(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`);
-  await ctx.store.take(turn.taken.length);
+  // SESSION_QUEUE_MAX counts the messages behind the taken ones. A fenced refusal surfaces where
+  // it is awaited (before the commit); a run that ends before that has nothing left to write.
+  const taken = ctx.store.take(turn.taken.length);
+  taken.catch(() => undefined);
   ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
-  return { turn, journal, history };
+  return { turn, journal, history: Promise.resolve(claimed.history), taken };
 }
 
 /** Commits the turn, its history entry, the session's last run and the reply to deliver, in one fenced script. */
@@ -241,16 +248,6 @@ async function deliverPending(ctx: RunContext, raw: string, journal: string[]): 
   await ctx.store.settle(raw, false);
 }
 
-/** The session's raw turns, their count and its summary, read in one round trip. */
-async function readHistory(deps: RunDeps, session: string): Promise<StoredHistory> {
-  const [entries, count, summary] = await Promise.all([
-    deps.redis.lrange(deps.keys.history(session), 0, -1),
-    deps.redis.get(deps.keys.historyCount(session)),
-    deps.redis.get(deps.keys.historySummary(session)),
-  ]);
-  return { entries, count, summary };
-}
-
 /** What the session's history keeps of a turn: the whole exchange when completed, else the request and a note. */
 function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'reset' | 'keep'; entry: string } {
   if (turn.kind === 'reset') return { mode: 'reset', entry: '' };
@@ -262,7 +259,7 @@ function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'rese
   return { mode: 'append', entry: JSON.stringify([...users, note]) };
 }
 
-/** Logs, counts and records the run; fails the job unless the run completed. */
+/** Logs, counts and records the run while its session is settled (`settled`); fails the job unless the run completed. */
 async function finish(
   ctx: RunContext,
   done: TurnResult,
@@ -270,9 +267,10 @@ async function finish(
   record: OutboxRecord,
   report: DeliveryReport,
   journal: TurnJournal['entries'],
+  settled: Promise<unknown>,
 ): Promise<RunResult> {
   const { outcome } = done;
-  const { deps, job, runId, log } = ctx;
+  const { deps, runId, log } = ctx;
   const result = resultOf(ctx, outcome, record.messageIds, report);
   log.info(
     {
@@ -312,6 +310,7 @@ async function finish(
       .save(recordOf(ctx, result, outcome, { messages: turn.taken.map((c) => forDisplay(c.message)), timeline: done.timeline, journal }))
       .catch((err: unknown) => log.warn({ err }, 'run record not saved')),
     ctx.trace.close(),
+    settled,
   ]);
   if (failed) {
     if (report.undeliverable !== undefined) throw new UnrecoverableError(`undeliverable: ${report.undeliverable}`);

@@ -26,6 +26,14 @@ function fenced<R>(ok: (n: number) => R, codes: readonly FenceCode[] = [FENCE.lo
   };
 }
 
+/** What the session keeps of its past, as stored: the raw turns (JSON, oldest first), how many were ever appended, and the summary. */
+export interface SessionHistory {
+  entries: string[];
+  /** null: a history from before the count was kept (its turns are numbered from 1). */
+  count: string | null;
+  summary: string | null;
+}
+
 export type Claim =
   /** Another live run owns the session: this job leaves the inbox to it. */
   | { kind: 'busy'; holder: string }
@@ -39,11 +47,14 @@ export type Claim =
       journal: string[];
       /** The inbox head (up to foldMax), each with its crash count. */
       messages: ClaimedMessage[];
+      /** The session's history as it is now: the turn's prompt carries it. */
+      history: SessionHistory;
       /** Entries at the head no script could read, moved to the unreadable list by this claim. */
       unreadable: number;
     };
 
-// → {1, outbox, moved aside, #journal, journal entries..., (count, message)...} claimed · {0, moved aside}
+// → {1, outbox, moved aside, history count or '', summary or '', #journal, #history, journal
+//   entries..., history entries..., (count, message)...} claimed · {0, moved aside}
 //   nothing to do (released) · {-1} lock lost · {-2, holder} another live run owns the session.
 // An inbox entry this script cannot decode (e.g. JSON with a lone UTF-16 surrogate) would fail
 // every claim of its session forever: at the head it is moved to the unreadable list, and a fold
@@ -51,7 +62,7 @@ export type Claim =
 // message, same journal length. A run that made progress (journaled a step) resets it.
 export const CLAIM = defineScript({
   name: 'sbClaim',
-  keys: ['lock', 'owner', 'inbox', 'claims', 'outbox', 'journal', 'unreadable'],
+  keys: ['lock', 'owner', 'inbox', 'claims', 'outbox', 'journal', 'unreadable', 'history', 'historyCount', 'historySummary'],
   args: ['token', 'jobId', 'jobKeyBase', 'foldMax'],
   lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-1} end
@@ -74,8 +85,10 @@ if #msgs == 0 and outbox == '' then
 end
 redis.call('SET', KEYS[2], ARGV[2])
 local journal = redis.call('LRANGE', KEYS[6], 0, -1)
-local result = {1, outbox, moved, #journal}
+local history = redis.call('LRANGE', KEYS[8], 0, -1)
+local result = {1, outbox, moved, redis.call('GET', KEYS[9]) or '', redis.call('GET', KEYS[10]) or '', #journal, #history}
 for _, entry in ipairs(journal) do result[#result + 1] = entry end
+for _, entry in ipairs(history) do result[#result + 1] = entry end
 for i, m in ipairs(msgs) do
   local decoded, message = pcall(cjson.decode, m)
   if not decoded then break end
@@ -106,14 +119,22 @@ return result
     if (status !== 1) return unexpected();
     const outbox = String(r[1]);
     const unreadable = Number(r[2]);
-    const journalLength = Number(r[3]);
-    const journal = r.slice(4, 4 + journalLength).map(String);
+    const count = String(r[3]);
+    const summary = String(r[4]);
+    const journalLength = Number(r[5]);
+    const historyLength = Number(r[6]);
+    const journal = r.slice(7, 7 + journalLength).map(String);
+    const history: SessionHistory = {
+      entries: r.slice(7 + journalLength, 7 + journalLength + historyLength).map(String),
+      count: count === '' ? null : count,
+      summary: summary === '' ? null : summary,
+    };
     const messages: ClaimedMessage[] = [];
-    for (let i = 4 + journalLength; i < r.length; i += 2) {
+    for (let i = 7 + journalLength + historyLength; i < r.length; i += 2) {
       const raw = String(r[i + 1]);
       messages.push({ claims: Number(r[i]), raw, message: JSON.parse(raw) as InboundMessage });
     }
-    return { kind: 'claimed', journal, messages, unreadable, ...(outbox && { pendingReply: outbox }) };
+    return { kind: 'claimed', journal, messages, history, unreadable, ...(outbox && { pendingReply: outbox }) };
   },
 });
 

@@ -16,14 +16,30 @@ describe('the token estimate', () => {
     let seed = 7;
     const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     for (let n = 0; n < 50; n++)
-      samples.push(Array.from({ length: Math.floor(random() * 200) }, () => String.fromCharCode(random() < 0.8 ? Math.floor(random() * 128) : 128 + Math.floor(random() * 60_000))).join(''));
+      samples.push(
+        Array.from({ length: Math.floor(random() * 200) }, () =>
+          String.fromCharCode(random() < 0.8 ? Math.floor(random() * 128) : 128 + Math.floor(random() * 60_000)),
+        ).join(''),
+      );
     for (const text of samples) expect(estimateTextTokens(text), JSON.stringify(text.slice(0, 40))).toBe(byDefinition(text));
   });
 
   it('counts an inline image as a fixed cost, not its base64, and a linked image by its text', () => {
     const text: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'what is this?' }] };
-    const inline: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(400_000)}` } }] };
-    const linked: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] };
+    const inline: ChatMessage = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(400_000)}` } },
+      ],
+    };
+    const linked: ChatMessage = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+      ],
+    };
     const extra = estimateTokens([inline]) - estimateTokens([text]);
     expect(extra).toBeGreaterThanOrEqual(IMAGE_TOKENS);
     expect(extra).toBeLessThan(IMAGE_TOKENS + 50);

@@ -200,8 +200,8 @@ async function resolveUnknown(piece: string, i: number, ledger: PieceLedger, opt
 }
 
 /**
- * One piece (`text`: the piece as it goes now, with the note when it is sent again): started,
- * sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence.
+ * One piece (`text`: the piece as it goes now, with the note when it is sent again): started
+ * (unless it can be repeated), sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence.
  */
 async function sendOne(
   piece: string,
@@ -213,7 +213,8 @@ async function sendOne(
 ): Promise<string> {
   for (let attempt = 1; ; attempt++) {
     await options.ready?.(i);
-    await ledger.started(i);
+    // The mark says "this may have landed": a write that can simply be repeated needs none.
+    if (!resendable(i)) await ledger.started(i);
     try {
       const id = await options.send(text, i);
       await ledger.posted(i, id);
