@@ -66,6 +66,8 @@ export interface Config {
   workspaceRoot: string;
   /** STREAM_ANSWERS: the answer is shown while the model writes it. */
   streamAnswers: boolean;
+  /** STATUS_AFTER_MS: a run's status message waits this long from the run's start (a quick answer comes alone). */
+  statusAfterMs: number;
   /**
    * LINK_PREVIEWS: links in answers may get the platform's preview (Telegram link preview, Slack
    * unfurl, Discord embed). Off by default: the platform fetches a previewed URL with no click, so
@@ -132,6 +134,7 @@ export function deriveConfig(env: Env): Config {
     },
     workspaceRoot: resolve(env.WORKSPACE_ROOT),
     streamAnswers: env.STREAM_ANSWERS,
+    statusAfterMs: env.STATUS_AFTER_MS,
     linkPreviews: env.LINK_PREVIEWS,
     port: env.PORT,
     adminToken: env.ADMIN_TOKEN,

@@ -57,6 +57,11 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     meaning: '`1`: the answer is shown while the model writes it (edited in place, see [Live answers](#live-answers)); `0`: the whole answer at once',
     default: '`1`',
   },
+  STATUS_AFTER_MS: {
+    meaning:
+      'how long a run works before its status message (the narration and tool lines) is posted; a run that answers sooner posts only the answer, with the typing indicator meanwhile. `0`: at the first line',
+    default: '`1000`',
+  },
   LINK_PREVIEWS: {
     meaning:
       "`1`: links in answers may get the platform's preview (Telegram link preview, Slack unfurl, Discord embed); `0`: every message is sent and edited with previews off, since the platform fetches a previewed link without a click (see [Security model](#security-model)). Status lines and approval cards never preview",

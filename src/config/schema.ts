@@ -96,6 +96,7 @@ export const envSchema = z
     AGENT_MODEL: text('a model name such as gpt-4.1-mini').default('gpt-4.1-mini'),
     MODEL_STREAM: flag(false),
     STREAM_ANSWERS: flag(true),
+    STATUS_AFTER_MS: int(0, 60_000, 1_000),
     LINK_PREVIEWS: flag(false),
     MODEL_TIMEOUT_MS: int(1_000, 600_000, 120_000),
     MODEL_VISION: flag(false),

@@ -103,6 +103,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     },
     delivery: {
       streamAnswers: config.streamAnswers,
+      statusAfterMs: config.statusAfterMs,
       outbound,
     },
   });

@@ -72,6 +72,8 @@ export interface RunDeps {
   delivery: {
     /** STREAM_ANSWERS: the answer is shown while the model writes it, where the platform can. */
     streamAnswers?: boolean;
+    /** STATUS_AFTER_MS: the status message is posted once the run has worked this long (absent: at once). */
+    statusAfterMs?: number;
     outbound: (platform: string) => OutboundAdapter;
   };
 }

@@ -60,6 +60,7 @@ export async function executeTurn(
   const to = turn.taken[turn.taken.length - 1]!.message;
   const progress = new ProgressReporter(out, to, log, Date.now, {
     ...(journal.statusMessageId !== undefined && { id: journal.statusMessageId }),
+    ...(deps.delivery.statusAfterMs !== undefined && { after: deps.delivery.statusAfterMs }),
     record: (id) => journal.write([{ t: 'status', messageId: id }]),
   });
   const stream = answerStream(ctx, out, to, journal);

@@ -65,6 +65,7 @@ export class PipelineHarness {
       OPENAI_API_KEY: 'test-key-not-secret',
       AGENT_MODEL: 'fake-model',
       WORKSPACE_ROOT: workspaceRoot,
+      STATUS_AFTER_MS: '0',
       ...options.env,
     };
     const h = new PipelineHarness(prefix, fake, workspaceRoot, env);

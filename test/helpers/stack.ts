@@ -57,6 +57,8 @@ export async function startStack(name: string, env: Record<string, string>, opti
       WORKSPACE_ROOT: workspaceRoot,
       LOCK_DURATION_MS: '5000',
       STALLED_INTERVAL_MS: '5000',
+      // The scripted model answers in milliseconds: the status message the tests look at is posted at its first line.
+      STATUS_AFTER_MS: '0',
       // Pipeline tests talk as strangers; access control has its own tests (test/access).
       DM_POLICY: 'open',
       // /readyz details need a credential (readyz() below sends it).

@@ -248,6 +248,42 @@ describe('ProgressReporter', () => {
     await r.stop();
   });
 
+  it('with a delay, a run that answers sooner posts no status message, and one that works on posts its lines once the delay has passed', async () => {
+    const out = new FakeOutbound(EDIT);
+    const quick = new ProgressReporter(out, TO, log.log, () => Date.now(), { after: 1_000 });
+    quick.onEvent(narration('Reading notes.md.'));
+    await vi.advanceTimersByTimeAsync(400);
+    await quick.stop();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(out.calls).toEqual([]);
+
+    const slow = new ProgressReporter(out, TO, log.log, () => Date.now(), { after: 1_000 });
+    const started = Date.now();
+    slow.onEvent(narration('Reading notes.md.'));
+    await vi.advanceTimersByTimeAsync(300);
+    slow.onEvent(narration('Now the log.'));
+    await vi.advanceTimersByTimeAsync(699);
+    expect(out.calls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(out.calls).toEqual([{ op: 'post', at: started + 1_000, text: 'Reading notes.md.\nNow the log.', kind: 'status', id: 'msg-1' }]);
+    // After the post, edits keep the interval as always.
+    slow.onEvent(narration('Done reading.'));
+    await vi.advanceTimersByTimeAsync(EDIT);
+    expect(out.calls.map((c) => c.op)).toEqual(['post', 'edit']);
+    expectSpaced(out);
+    await slow.stop();
+  });
+
+  it('a line that comes after the delay is posted at once', async () => {
+    const out = new FakeOutbound(EDIT);
+    const r = new ProgressReporter(out, TO, log.log, () => Date.now(), { after: 1_000 });
+    await vi.advanceTimersByTimeAsync(2_500);
+    r.onEvent(narration('Reading notes.md.'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(out.calls).toMatchObject([{ op: 'post', at: T0 + 2_500 }]);
+    await r.stop();
+  });
+
   it('a resumed run edits the status message its turn already has, and records a new one once it is posted', async () => {
     const out = new FakeOutbound(EDIT);
     const resumed = new ProgressReporter(out, TO, log.log, () => Date.now(), { id: 'msg-earlier' });

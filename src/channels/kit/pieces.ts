@@ -158,7 +158,8 @@ async function viaPlaceholder(piece: string, i: number, ledger: PieceLedger, opt
     if (state === 'started') await ledger.failed(i, 'unknown', 'an earlier attempt was interrupted while posting its placeholder');
     id = await writeTwice(i, ledger, options, async () => {
       await options.ready?.(i);
-      await ledger.started(i);
+      // No "started" mark: a placeholder whose outcome nobody learnt is simply posted again (an
+      // orphan "…" at worst), which is what a mark would lead to as well.
       const placed = await p.place(i);
       await ledger.placed(i, placed);
       return placed;

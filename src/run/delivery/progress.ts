@@ -27,21 +27,27 @@ export class ProgressReporter {
   private failures = 0;
   statusMessageId: string | undefined;
   private readonly recordStatus: ((id: string) => Promise<void>) | undefined;
+  /** When the status message may be posted: the run's start plus `status.after`. */
+  private readonly postAfter: number;
 
   /**
    * `status.id`: the status message an earlier run of this turn posted (a resumed run edits it);
    * `status.record`: writes a newly posted status message's id down (the journal). When it
    * refuses (the run lost its turn), the message is removed again rather than left behind.
+   * `status.after`: the status message is posted no sooner than this long after the reporter is
+   * made (the run's start): a run that answers sooner posts its answer alone, right away, instead
+   * of a status message and then an answer that waits the chat's pacing gap behind it.
    */
   constructor(
     private readonly out: OutboundAdapter,
     private readonly to: InboundMessage,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
-    status: { id?: string; record?: (id: string) => Promise<void> } = {},
+    status: { id?: string; record?: (id: string) => Promise<void>; after?: number } = {},
   ) {
     this.statusMessageId = status.id;
     this.recordStatus = status.record;
+    this.postAfter = now() + (status.after ?? 0);
   }
 
   start(): void {
@@ -87,9 +93,12 @@ export class ProgressReporter {
 
   private schedule(): void {
     if (this.timer) return;
-    // The first post goes out at once; edits, and any retry after a failure, keep the interval.
+    // The first post goes out once the run is old enough; edits, and any retry after a failure, keep the interval.
     const interval = this.failures > 0 ? Math.max(this.out.editIntervalMs, MIN_RETRY_MS) : this.out.editIntervalMs;
-    const wait = this.statusMessageId === undefined && this.failures === 0 ? 0 : Math.max(0, this.lastEditAt + interval - this.now());
+    const wait =
+      this.statusMessageId === undefined && this.failures === 0
+        ? Math.max(0, this.postAfter - this.now())
+        : Math.max(0, this.lastEditAt + interval - this.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.chain = this.chain.then(() => this.flush());
