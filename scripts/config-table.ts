@@ -2,7 +2,7 @@
 // from the variables' documentation in src/config/docs.ts. A path argument names another file
 // (test/config/readme-table.test.ts runs it on a copy).
 import { readFileSync, writeFileSync } from 'node:fs';
-import { configTable, withConfigTable } from '../src/config/docs.js';
+import { configTable, withConfigTable } from '../src/config/config-table.js';
 
 const file = process.argv[2] ?? 'README.md';
 try {

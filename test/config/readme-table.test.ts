@@ -3,16 +3,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  CONFIG_DOCS,
-  OUTSIDE_SCHEMA,
-  TABLE_END,
-  TABLE_START,
-  configTable,
-  readmeConfigTable,
-  withConfigTable,
-  type VariableDoc,
-} from '../../src/config/docs.js';
+import { CONFIG_DOCS, OUTSIDE_SCHEMA, type VariableDoc } from '../../src/config/docs.js';
+import { TABLE_END, TABLE_START, configTable, readmeConfigTable, withConfigTable } from '../../src/config/config-table.js';
 import { envSchema } from '../../src/config/schema.js';
 import { REPO } from '../helpers/processes.js';
 
