@@ -158,8 +158,8 @@ async function viaPlaceholder(piece: string, i: number, ledger: PieceLedger, opt
     if (state === 'started') await ledger.failed(i, 'unknown', 'an earlier attempt was interrupted while posting its placeholder');
     id = await writeTwice(i, ledger, options, async () => {
       await options.ready?.(i);
-      // No "started" mark: a placeholder whose outcome nobody learnt is simply posted again (an
-      // orphan "…" at worst), which is what a mark would lead to as well.
+      // The mark is also the fence: a worker that froze past its lock is refused here, before it posts anything.
+      await ledger.started(i);
       const placed = await p.place(i);
       await ledger.placed(i, placed);
       return placed;
@@ -201,8 +201,8 @@ async function resolveUnknown(piece: string, i: number, ledger: PieceLedger, opt
 }
 
 /**
- * One piece (`text`: the piece as it goes now, with the note when it is sent again): started
- * (unless it can be repeated), sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence.
+ * One piece (`text`: the piece as it goes now, with the note when it is sent again): started,
+ * sent, posted. A write that fails with an unknown outcome is resolved at once, never left as silence.
  */
 async function sendOne(
   piece: string,
@@ -214,8 +214,9 @@ async function sendOne(
 ): Promise<string> {
   for (let attempt = 1; ; attempt++) {
     await options.ready?.(i);
-    // The mark says "this may have landed": a write that can simply be repeated needs none.
-    if (!resendable(i)) await ledger.started(i);
+    // Even a write that could simply be repeated is marked: the mark is the fence that stops a
+    // worker which froze past its lock before it writes to the platform.
+    await ledger.started(i);
     try {
       const id = await options.send(text, i);
       await ledger.posted(i, id);
