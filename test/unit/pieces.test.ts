@@ -155,6 +155,30 @@ function chat(failures: { place?: Record<number, WriteFailure>; fill?: Record<nu
 }
 const durable = () => ({ ...memoryLedger(), durable: true });
 
+/** A ledger whose writes are refused, as the journal refuses a worker that froze past its lock (another run owns the session now). */
+function fencedLedger(durable: boolean) {
+  const refuse = async () => {
+    throw new Error('journal write refused: another run owns the session');
+  };
+  return { ...memoryLedger(), durable, started: refuse, posted: refuse, placed: refuse, failed: refuse };
+}
+
+describe('the ledger is the fence: a worker whose journal writes are refused writes nothing to the platform', () => {
+  it('no piece is sent, resendable or not', async () => {
+    const p = platform();
+    for (const resendable of [() => false, () => true]) {
+      await expect(sendPieces(['a', 'b'], fencedLedger(true), { send: p.send, classify, resendable })).rejects.toThrow(/refused/);
+    }
+    expect(p.posted).toEqual([]);
+  });
+
+  it('no placeholder is posted', async () => {
+    const c = chat();
+    await expect(sendPieces(['a'], fencedLedger(true), { send: c.send, classify, placeholder: c.placeholder })).rejects.toThrow(/refused/);
+    expect(c.writes()).toBe(0);
+  });
+});
+
 describe('sendPieces in placeholder mode (a create without idempotency key, messages that cannot be looked up)', () => {
   it('with a durable ledger each piece is placed, then edited into its placeholder; a second delivery writes nothing', async () => {
     const ledger = durable();
