@@ -184,16 +184,16 @@ export class SessionKeys extends RedisKeys {
   get jobBase(): string {
     return `${this.prefix}:${this.queueName}:`;
   }
-  jobLock(jobId: string): string {
-    return `${this.jobBase}${jobId}:lock`;
-  }
   /** BullMQ's hash of a job (its data, progress, state fields). */
   job(jobId: string): string {
     return `${this.jobBase}${jobId}`;
   }
+  jobLock(jobId: string): string {
+    return `${this.job(jobId)}:lock`;
+  }
   /** BullMQ's list of a job's log rows (what the dashboard shows as its logs). */
   jobLogs(jobId: string): string {
-    return `${this.jobBase}${jobId}:logs`;
+    return `${this.job(jobId)}:logs`;
   }
   /** BullMQ's de-duplication key: the job id that holds a de-duplication id (the session). */
   deduplication(id: string): string {

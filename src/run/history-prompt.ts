@@ -6,9 +6,6 @@ import type { SessionHistory } from '../session/scripts.js';
 import { estimateTextTokens, estimateTokens } from '../agent/budget.js';
 import { meteredModel } from './token-allowance.js';
 
-/** What the session keeps of its past, as the claim read it. */
-export type StoredHistory = SessionHistory;
-
 export interface PromptHistory {
   messages: ChatMessage[];
   summary?: HistorySummary;
@@ -25,7 +22,7 @@ const SUMMARY_INPUT_TOKENS = 12_000;
  */
 export async function historyForTurn(
   ctx: RunContext,
-  stored: StoredHistory,
+  stored: SessionHistory,
   budgetTokens: number,
   signal: AbortSignal,
   allowance?: TokenAllowance,

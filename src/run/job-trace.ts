@@ -109,12 +109,11 @@ export class JobTrace {
     this.writing = this.writing
       .then(async () => {
         const keys = { job: this.keys.job(this.job.id!), logs: this.keys.jobLogs(this.job.id!) };
-        // A script's arguments are unpacked onto Lua's stack: a long backlog goes in slices.
-        for (let i = 0; i === 0 || i < rows.length; i += ROWS_PER_WRITE) {
-          const slice = rows.slice(i, i + ROWS_PER_WRITE);
-          const withData = i === 0 && data !== undefined;
-          if (slice.length === 0 && !withData) break;
-          await runScript(this.redis, APPEND_JOB_TRACE, { keys, args: { data: withData ? JSON.stringify(data) : '', rows: slice } });
+        // A script's arguments are unpacked onto Lua's stack: a long backlog goes in slices (the data with the first).
+        let dataArg = data === undefined ? '' : JSON.stringify(data);
+        for (let i = 0; i < rows.length || dataArg !== ''; i += ROWS_PER_WRITE) {
+          await runScript(this.redis, APPEND_JOB_TRACE, { keys, args: { data: dataArg, rows: rows.slice(i, i + ROWS_PER_WRITE) } });
+          dataArg = '';
         }
         if (showPhase) await this.job.updateProgress({ ...phase.progress });
       })

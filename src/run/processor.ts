@@ -3,7 +3,7 @@ import type { ChatMessage, RunOutcome } from '../agent/types.js';
 import { ApprovalPending, RunSuspended } from '../agent/suspend.js';
 import { requestApproval } from './approval-step.js';
 import { compactTurn, withoutImages } from '../agent/history.js';
-import type { StoredHistory } from './history-prompt.js';
+import type { SessionHistory } from '../session/scripts.js';
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import { deliverReply, type DeliveryReport, type OutboxRecord } from './delivery/reply.js';
 import { honestLine } from './delivery/honest-line.js';
@@ -85,7 +85,7 @@ function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: strin
   };
 }
 
-type Claimed = { kind: 'skipped'; result: RunResult } | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[]; history: StoredHistory };
+type Claimed = { kind: 'skipped'; result: RunResult } | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[]; history: SessionHistory };
 
 /** Claims the inbox head under the session fence, first delivering a reply an earlier run committed and did not confirm. */
 async function claim(ctx: RunContext): Promise<Claimed> {
@@ -118,7 +118,7 @@ async function claim(ctx: RunContext): Promise<Claimed> {
 async function begin(
   ctx: RunContext,
   claimed: Extract<Claimed, { kind: 'claimed' }>,
-): Promise<{ turn: Turn; journal: TurnJournal; history: Promise<StoredHistory>; taken: Promise<void> }> {
+): Promise<{ turn: Turn; journal: TurnJournal; history: SessionHistory; taken: Promise<void> }> {
   const { deps, job, runId } = ctx;
   const journal = new TurnJournal(ctx.store, parseJournal(claimed.journal));
   const turn = await takeTurn(ctx, claimed.messages, journal);
@@ -131,7 +131,7 @@ async function begin(
   const taken = ctx.store.take(turn.taken.length);
   taken.catch(() => undefined);
   ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
-  return { turn, journal, history: Promise.resolve(claimed.history), taken };
+  return { turn, journal, history: claimed.history, taken };
 }
 
 /** Commits the turn, its history entry, the session's last run and the reply to deliver, in one fenced script. */
@@ -193,7 +193,7 @@ async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: Tur
  * throws BullMQ's DelayedError) unless it is decided at once, and then the turn runs on from the
  * journal. A run stopped for a shutdown writes what it did and goes back to waiting for any worker.
  */
-async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: Promise<StoredHistory>, out: OutboundAdapter): Promise<TurnResult> {
+async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: SessionHistory, out: OutboundAdapter): Promise<TurnResult> {
   for (;;) {
     try {
       return await executeTurn(ctx, turn, journal, history, out);

@@ -1,7 +1,8 @@
 import type { RunOutcome } from '../agent/types.js';
 import { runAgent } from '../agent/loop.js';
 import { summaryMessage } from '../agent/summary.js';
-import { historyForTurn, type StoredHistory } from './history-prompt.js';
+import { historyForTurn } from './history-prompt.js';
+import type { SessionHistory } from '../session/scripts.js';
 import { Workspace } from '../tools/workspace.js';
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import { ProgressReporter } from './delivery/progress.js';
@@ -38,13 +39,7 @@ const NO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
  * message taken over and its attachments not fetched again. Throws a RunSuspended when the run
  * must stop without an outcome (shutdown, or it lost its turn).
  */
-export async function executeTurn(
-  ctx: RunContext,
-  turn: Turn,
-  journal: TurnJournal,
-  storedHistory: Promise<StoredHistory>,
-  out: OutboundAdapter,
-): Promise<TurnResult> {
+export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJournal, storedHistory: SessionHistory, out: OutboundAdapter): Promise<TurnResult> {
   const { deps, session, jobId, log } = ctx;
   if (turn.kind !== 'agent') return controlTurn(turn);
   const timeline: TimelineEntry[] = [];
@@ -68,7 +63,7 @@ export async function executeTurn(
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
     progress.start();
     const budget = allowanceFor(ctx, to);
-    const history = await historyForTurn(ctx, await storedHistory, deps.agent.historyTokens, signal, budget);
+    const history = await historyForTurn(ctx, storedHistory, deps.agent.historyTokens, signal, budget);
     const workspace = Workspace.forScope(deps.input.workspaceRoot, session);
     const messages = turn.taken.map((c) => c.message);
     const input = await turnInput(ctx, journal, workspace, out, messages, signal);
