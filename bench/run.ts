@@ -22,6 +22,7 @@ import { BUILT_MAIN, dmAndWait, rss, seedTwoHop, SOURCE_MAIN, startRole, startTe
 import { percentile, ratio } from './stats.js';
 import { measureCluster } from './cluster.js';
 import { mcpPromptCost } from './mcp-tokens.js';
+import { skillPromptCost } from './skill-tokens.js';
 import { measureStartupBuild, type StartupBuild, type StartupQuick } from './startup-build.js';
 import { measureRedisPerTurn } from './redis-cost.js';
 import { measureStreamLatency, PLATFORMS, type PlatformStreamLatency, type StreamLatency } from './stream-latency.js';
@@ -37,6 +38,8 @@ const STARTUP_ONLY = process.argv.includes('--startup');
 const STREAM_ONLY = process.argv.includes('--stream');
 /** `npm run bench -- --pipeline`: only the two-hop turn, the Redis cost per two-hop turn and the pipeline vs the floor at one session, printed, results.json untouched. */
 const PIPELINE_ONLY = process.argv.includes('--pipeline');
+/** `npm run bench -- --skills`: only the first request's tokens with 20 skills, printed, results.json untouched. */
+const SKILLS_ONLY = process.argv.includes('--skills');
 /** What the product runs from: the compiled build as `npm start` runs it; in quick mode the sources (no build step). */
 const MAIN = QUICK ? SOURCE_MAIN : BUILT_MAIN;
 /** The sizes of each phase: full, or a handful in quick mode. */
@@ -324,6 +327,12 @@ async function build(): Promise<void> {
 }
 
 async function main() {
+  if (SKILLS_ONLY) {
+    const s = await phase('6c. first request with 20 skills…', () => skillPromptCost());
+    process.stdout.write(`${JSON.stringify(s)}\n`);
+    printRows(skillRows(s));
+    return;
+  }
   if (STARTUP_ONLY) {
     log('npm start: clean build vs restart…');
     const s = await startupBuild(false);
@@ -364,6 +373,7 @@ async function main() {
   );
   const tg = await phase('1-2, 6. Telegram two-hop turns, start-up, prompt cost…', telegramTurns);
   const mcpPrompt = await phase('6b. MCP tool schemas…', mcpPromptCost);
+  const skillPrompt = await phase('6c. first request with 20 skills…', () => skillPromptCost());
   const startupWithBuild = await phase(
     QUICK ? '1b. npm run dev → ready (quick)…' : '1b. npm start: first start after a clean dist/ vs a restart with nothing changed…',
     () => startupBuild(),
@@ -391,6 +401,7 @@ async function main() {
     ...tg,
     startupWithBuild,
     mcpPrompt,
+    skillPrompt,
     redisPerTurn,
     memory: mem,
     overhead: over,
@@ -430,6 +441,7 @@ function printTable(r: Record<string, any>) {
       `${r.mcpPrompt.builtIn} / ${r.mcpPrompt.withMcp} tokens (first request ≈ ${r.prompt.firstRequest.total - r.prompt.firstRequest.tools + r.mcpPrompt.withMcp})`,
       '',
     ],
+    ...skillRows(r.skillPrompt),
     ...redisRows(r.redisPerTurn),
     ...streamRows(r.streamLatency),
   ];
@@ -475,6 +487,16 @@ function overheadRows(rows: Awaited<ReturnType<typeof overhead>>): [string, stri
     [`  throughput at ${o.concurrency}`, `${o.pipeline.perSecond} vs ${o.floor.perSecond} msg/s (×${o.throughputRatio}); lost ${o.pipeline.lost}`, '≥ ×0.5'],
     [`  the model call alone at ${o.concurrency}`, `p50 ${o.modelCall.p50} ms, ${o.modelCall.perSecond} calls/s`, ''],
   ]);
+}
+
+function skillRows(s: Awaited<ReturnType<typeof skillPromptCost>>): [string, string, string][] {
+  return [
+    [
+      `first request, system + tools: no skills / ${s.skills} skills listed / their bodies inlined`,
+      `${s.none} / ${s.listed} / ${s.inlined} tokens (≈ ${s.perSkill} per skill, load_skill ${s.loadSkillTool})`,
+      '≤ SKILLS_PROMPT_TOKENS (1,500) for the list',
+    ],
+  ];
 }
 
 function printRows(rows: [string, string, string][]) {

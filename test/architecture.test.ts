@@ -200,6 +200,7 @@ export const FOLDER_ORDER: readonly (readonly [string, string])[] = [
   ['agent', 'the bounded agent loop and its model port'],
   ['config', 'the environment contract, parsed once'],
   ['channels', 'the adapter contract (types, session keys, commands) and the kit adapters share (channels/kit)'],
+  ['profiles', 'agent profiles, bindings and skills (AGENTS_CONFIG)'],
   ['metrics', 'Prometheus counters and histograms'],
   ['queue', 'BullMQ plumbing, Redis keys and scripts, the producer, the reconciler, the heartbeat'],
   ['access', 'who may talk: policy, gate, pairing, rate limits, token budgets'],

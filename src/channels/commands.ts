@@ -4,6 +4,7 @@ export const COMMANDS = {
   reset: 'forget this conversation and start fresh',
   stop: 'cancel the run that is working now',
   status: 'is a run active, what is queued, how the last run ended',
+  agent: 'which agent answers here: its model, tools, skills and MCP servers',
   schedules: 'list the scheduled tasks of this conversation',
   unschedule: 'remove a scheduled task: /unschedule <id>',
 } as const;

@@ -12,6 +12,9 @@ import { SessionControl } from '../session/control.js';
 import { TerminalClient, type TerminalOutput } from '../channels/terminal/client.js';
 import { createFiringQueue, ScheduleBook } from '../schedules/schedule-book.js';
 import { Intake } from '../intake/intake.js';
+import { AgentCommand } from '../intake/agent-command.js';
+import { AgentRoster } from '../profiles/roster.js';
+import { agentFacts } from '../roles/agent-facts.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
 import { ApprovalDesk } from '../approvals/desk.js';
 import { countWorkers } from '../queue/worker-heartbeat.js';
@@ -83,11 +86,17 @@ ${USAGE}
       return new Promise<boolean>((resolve) => (answerApproval = (line) => resolve(/^y(es)?$/i.test(line.trim()))));
     },
   };
+  const roster = AgentRoster.load(config.agents.configPath);
   const firings = createFiringQueue(config.queue.prefix, connection, log);
   const schedules = { book: new ScheduleBook(connection, config.queue.prefix, firings, config.schedules), approvers: config.approvals.approvers };
   const client = new TerminalClient(
     connectRedis(redis.url, 'switchboard-chat-reader', log),
-    new Intake(new Producer(connection, queue, keys), new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)), log, { schedules }),
+    new Intake(
+      new Producer(connection, queue, keys, roster.configured ? (m) => roster.decide(m) : undefined),
+      new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)),
+      log,
+      { schedules, agents: new AgentCommand(connection, keys, agentFacts(config, roster, log)) },
+    ),
     config.queue.prefix,
     values.session,
     userInfo().username,

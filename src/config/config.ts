@@ -102,6 +102,8 @@ export interface Config {
   approvals: ApprovalRule & { approvers: string[]; timeoutMs: number };
   /** The MCP servers file (`mcpServers` format), if any. */
   mcpConfigPath: string | undefined;
+  /** AGENTS_CONFIG: the agents and bindings file, if any (src/profiles); SKILLS_PROMPT_TOKENS bounds each agent's skills list. */
+  agents: { configPath: string | undefined; skillsPromptTokens: number };
   access: AccessConfig;
   limits: LimitsConfig;
   /** The schedules people make from the chat (schedule_task): the default timezone, how many each, how often at most. */
@@ -168,6 +170,7 @@ export function deriveConfig(env: Env): Config {
     // With APPROVERS named, the requester does not approve their own call unless APPROVAL_BY=either says so.
     approvals: { approvers: env.APPROVERS, by: env.APPROVAL_BY ?? (env.APPROVERS.length > 0 ? 'approvers' : 'requester'), timeoutMs: env.APPROVAL_TIMEOUT_MS },
     mcpConfigPath: env.MCP_CONFIG === undefined ? undefined : resolve(env.MCP_CONFIG),
+    agents: { configPath: env.AGENTS_CONFIG === undefined ? undefined : resolve(env.AGENTS_CONFIG), skillsPromptTokens: env.SKILLS_PROMPT_TOKENS },
     access: accessOf(env),
     limits: {
       userRatePerMinute: env.USER_RATE_LIMIT,
@@ -239,6 +242,11 @@ function userEntry(entry: string): string {
   return platform === 'telegram' && !/^\d+$/.test(id.replace(/^@/, ''))
     ? `telegram:${id.replace(/^@/, '').toLowerCase()}`
     : `${platform}:${id.replace(/^@/, '')}`;
+}
+
+/** TOOLS_DENY and TOOLS_APPROVE as every agent starts from them: TOOLS_EXEC=approve puts run_command on the approve list. */
+export function globalToolLists(config: Config): { deny: string[]; approve: string[] } {
+  return { deny: config.tools.deny, approve: [...config.tools.approve, ...(config.exec.mode === 'approve' ? ['run_command'] : [])] };
 }
 
 /** The worker role needs a model; the gateway does not. Local servers (Ollama, vLLM) need no key. */

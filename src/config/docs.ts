@@ -193,6 +193,15 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     meaning: 'a JSON file of MCP servers in the common `mcpServers` format ([MCP tools](#mcp-tools))',
     default: 'none',
   },
+  AGENTS_CONFIG: {
+    meaning:
+      'a YAML (or JSON) file of agent profiles (prompt, model, tools, MCP servers, skills, workspace scope, limits) and the bindings that pick one per conversation ([Agents and skills](#agents-and-skills)); unset: one agent from the environment',
+    default: 'none',
+  },
+  SKILLS_PROMPT_TOKENS: {
+    meaning: "the most one agent's skills list (each skill's name and description) may cost in the request; a config over it is refused at start",
+    default: '`1500`',
+  },
   DM_POLICY: {
     meaning:
       'who may DM the bot on every platform ([Access and limits](#access-and-limits)): `pairing` (an unknown sender gets a code for the operator), `allowlist`, `open`, `disabled`',

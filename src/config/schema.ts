@@ -132,6 +132,8 @@ export const envSchema = z
     APPROVAL_BY: z.enum(['requester', 'approvers', 'either'], { error: 'must be requester, approvers or either' }).optional(),
     APPROVAL_TIMEOUT_MS: int(1_000, 86_400_000, 600_000),
     MCP_CONFIG: optionalText('the path of a JSON file in the mcpServers format'),
+    AGENTS_CONFIG: optionalText('the path of a YAML or JSON file of agents and bindings'),
+    SKILLS_PROMPT_TOKENS: int(0, 100_000, 1_500),
 
     ATTACHMENT_MAX_BYTES: int(0, 2_000_000_000, 20_000_000),
 

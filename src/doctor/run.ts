@@ -2,6 +2,7 @@ import type { Config } from '../config/config.js';
 import { checkConfig } from './checks/config.js';
 import { checkDiscord } from './checks/discord.js';
 import { checkExec, checkMcp, checkWorkspace } from './checks/local.js';
+import { checkAgents } from './checks/agents.js';
 import { checkModel, probeModelTools, skipProbe } from './checks/model.js';
 import { checkRedis } from './checks/redis.js';
 import { checkSlack } from './checks/slack.js';
@@ -22,7 +23,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions =
   const { config, results } = checkConfig(env);
   if (!config) return [...results, skip('everything else', 'not checked until the configuration is valid')];
   const channels = config.channels;
-  const [redis, model, probe, slack, telegram, discord, workspace, exec, mcp] = await Promise.all([
+  const [redis, model, probe, slack, telegram, discord, workspace, exec, mcp, agents] = await Promise.all([
     checkRedis(config.redis.url, timeoutMs),
     checkModel(config.model, timeoutMs),
     options.probe ? probeModelTools(config.model, Math.min(config.model.timeoutMs, 60_000)) : Promise.resolve(skipProbe()),
@@ -32,8 +33,9 @@ export async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions =
     checkWorkspace(config.workspaceRoot),
     checkExec(config.exec),
     checkMcp(config, env),
+    checkAgents(config, env),
   ]);
-  const all = [...results, ...redis, ...model, probe, ...slack, ...telegram, ...discord, workspace, exec, ...mcp];
+  const all = [...results, ...redis, ...model, probe, ...slack, ...telegram, ...discord, workspace, exec, ...mcp, ...agents];
   const secrets = secretsOf(config, env);
   return all.map((r) => ({ ...r, found: redact(r.found, secrets), ...(r.fix !== undefined && { fix: redact(r.fix, secrets) }) }));
 }

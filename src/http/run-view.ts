@@ -56,6 +56,7 @@ export function renderRunView(run: RunRecord, links: { dashboard: string }): str
 <h1>Run ${e(run.runId)} <span class="state ${e(run.state)}">${e(run.state)}${run.reason ? `: ${e(run.reason)}` : ''}</span></h1>
 <dl>
 <dt>session</dt><dd>${e(run.session)}</dd>
+${run.agent ? `<dt>agent</dt><dd>${e(run.agent)}</dd>` : ''}
 <dt>job</dt><dd>${e(run.jobId)}</dd>
 <dt>started</dt><dd>${e(new Date(run.startedAt).toISOString())} (${seconds} s)</dd>
 ${run.detail ? `<dt>detail</dt><dd>${e(run.detail)}</dd>` : ''}

@@ -10,6 +10,7 @@ import { sessionKeyOf } from '../channels/session-key.js';
 import type { ChannelIntake, InboundMessage, IntakeResult } from '../channels/types.js';
 import type { ScheduleBook } from '../schedules/schedule-book.js';
 import { scheduleList } from '../schedules/describe.js';
+import type { AgentCommand } from './agent-command.js';
 
 export interface IntakeOptions {
   /** Access control and the per-user rate limit; absent: everyone may talk (the terminal chat). */
@@ -20,6 +21,8 @@ export interface IntakeOptions {
   queueMax?: number;
   /** /schedules and /unschedule; APPROVERS may also remove others' schedules in a group. */
   schedules?: { book: ScheduleBook; approvers: readonly string[] };
+  /** /agent's answer (absent: the command says agents are not described here). */
+  agents?: AgentCommand;
   metrics?: Metrics;
 }
 
@@ -80,6 +83,10 @@ export class Intake implements ChannelIntake {
         return this.scheduleCommand(name, session, message, args);
       case 'help':
         return { reply: helpText(), ok: true };
+      case 'agent':
+        return this.options.agents
+          ? { reply: await this.options.agents.reply(session, message), ok: true }
+          : { reply: 'This process does not know the agents.', ok: false };
       case 'status':
         return { reply: formatStatus(await this.control.status(session)), ok: true };
       case 'stop': {

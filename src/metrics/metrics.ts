@@ -9,6 +9,7 @@ import {
   type LabelValues,
 } from 'prom-client';
 import type { AgentEvent, FailureReason, RunOutcome, TerminalState } from '../agent/types.js';
+import { IMPLICIT_AGENT } from '../profiles/roster.js';
 import { COMMANDS } from '../channels/commands.js';
 import type { ApprovalOutcome, PostKind, RefusalReason } from '../channels/types.js';
 
@@ -109,6 +110,8 @@ function knownHistogram<T extends string>(config: Omit<HistogramConfiguration<T>
 export class Metrics {
   readonly registry = new Registry();
   private readonly registers = [this.registry];
+  /** The agents a run may be counted under: the roster's names (knowAgents), so the label stays bounded by the config. */
+  private readonly agentNames: string[] = [IMPLICIT_AGENT];
   readonly inbound = knownCounter({
     name: 'switchboard_inbound_events_total',
     help: 'Inbound messages accepted into a session inbox, by platform',
@@ -129,8 +132,8 @@ export class Metrics {
   });
   readonly runs = knownCounter({
     name: 'switchboard_runs_total',
-    help: 'Agent runs by terminal state and reason',
-    labels: { state: STATES, reason: RUN_REASONS },
+    help: 'Agent runs by terminal state, reason and agent (AGENTS_CONFIG; "default" without it)',
+    labels: { state: STATES, reason: RUN_REASONS, agent: this.agentNames },
     registers: this.registers,
   });
   readonly runDuration = knownHistogram({
@@ -246,8 +249,13 @@ export class Metrics {
     this.toolCalls.inc({ tool, outcome: event.ok ? 'ok' : 'error' });
   }
 
-  onRunEnded(outcome: Pick<RunOutcome, 'state' | 'reason' | 'modelCalls' | 'usage'>, seconds: number): void {
-    this.runs.inc({ state: outcome.state, reason: outcome.reason ?? 'none' });
+  /** The roster's agent names (AGENTS_CONFIG): runs are counted under them; any other name is `unknown`. */
+  knowAgents(names: readonly string[]): void {
+    for (const name of names) if (!this.agentNames.includes(name)) this.agentNames.push(name);
+  }
+
+  onRunEnded(outcome: Pick<RunOutcome, 'state' | 'reason' | 'modelCalls' | 'usage'>, seconds: number, agent: string): void {
+    this.runs.inc({ state: outcome.state, reason: outcome.reason ?? 'none', agent });
     this.runDuration.observe({ state: outcome.state }, seconds);
     this.modelCalls.inc(outcome.modelCalls);
     this.tokens.inc({ kind: 'prompt' }, outcome.usage.promptTokens);

@@ -11,6 +11,8 @@ export interface RunJobData {
   messages?: InboundMessage[];
   /** The run that took them (its record is at /admin/runs/<runId>). */
   runId?: string;
+  /** The agent that answers (AGENTS_CONFIG), filled in with the messages. */
+  agent?: string;
 }
 
 /**
@@ -21,6 +23,8 @@ export interface RunJobData {
 export interface RunResult {
   runId: string;
   session: string;
+  /** The agent that ran the turn (absent on a skipped job). */
+  agent?: string;
   state: 'completed' | 'failed' | 'cancelled' | 'skipped';
   reason?: FailureReason | 'session_busy' | 'inbox_empty';
   detail?: string;
@@ -37,7 +41,7 @@ export interface RunResult {
 }
 
 /** What /status shows of a session's last run: written with the commit, before the reply is delivered. */
-export type LastRun = Pick<RunResult, 'runId' | 'state' | 'reason' | 'messageIds' | 'steps' | 'toolCalls'> & { at: number };
+export type LastRun = Pick<RunResult, 'runId' | 'state' | 'reason' | 'messageIds' | 'steps' | 'toolCalls' | 'agent'> & { at: number };
 
 const PREVIEW_WORDS = 8;
 

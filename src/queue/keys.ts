@@ -53,6 +53,10 @@ export class RedisKeys {
   claims(session: string): string {
     return this.session(session, 'claims');
   }
+  /** The agent that answers the session (AGENTS_CONFIG's name), recorded when its first message is queued; /reset clears it. */
+  agentOf(session: string): string {
+    return this.session(session, 'agent');
+  }
   /** The approval a session's parked run waits for (its id). */
   approvalOf(session: string): string {
     return this.session(session, 'approval');

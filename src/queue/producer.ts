@@ -12,8 +12,8 @@ export type Enqueued = { kind: 'queued'; length: number } | { kind: 'duplicate' 
 // not marked seen). Waiting messages are the inbox less the head the running turn has taken.
 export const ENQUEUE = defineScript({
   name: 'sbEnqueue',
-  keys: ['seen', 'inbox', 'pending', 'taken'],
-  args: ['message', 'seenTtl', 'session', 'max'],
+  keys: ['seen', 'inbox', 'pending', 'taken', 'agent'],
+  args: ['message', 'seenTtl', 'session', 'max', 'agent'],
   lua: `
 if not redis.call('SET', KEYS[1], '1', 'EX', ARGV[2], 'NX') then return -1 end
 local max = tonumber(ARGV[4])
@@ -24,6 +24,8 @@ if max > 0 and redis.call('LLEN', KEYS[2]) - tonumber(redis.call('GET', KEYS[4])
 end
 local length = redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[3])
+-- The session's agent is decided by its first message (a session that has one keeps it).
+if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5], 'NX') end
 return length
 `,
   decode: (reply, unexpected): Enqueued =>
@@ -52,6 +54,8 @@ export class Producer {
     private readonly redis: Redis,
     private readonly queue: RunQueue,
     private readonly keys: SessionKeys,
+    /** The agent the bindings give a session this message would start (AGENTS_CONFIG); absent: the worker decides. */
+    private readonly agentFor?: (message: InboundMessage) => string,
   ) {}
 
   /**
@@ -62,13 +66,20 @@ export class Producer {
     const session = sessionKeyOf(message);
     const k = this.keys;
     const result = await runScript(this.redis, ENQUEUE, {
-      keys: { seen: k.seen(message.platform, message.eventId), inbox: k.inbox(session), pending: k.pending, taken: k.taken(session) },
+      keys: {
+        seen: k.seen(message.platform, message.eventId),
+        inbox: k.inbox(session),
+        pending: k.pending,
+        taken: k.taken(session),
+        agent: k.agentOf(session),
+      },
       args: {
         // A lone UTF-16 surrogate (valid in JSON.stringify's output, refused by Redis' cjson) becomes U+FFFD here.
         message: JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? value.toWellFormed() : value)),
         seenTtl: SEEN_TTL_SECONDS,
         session,
         max: maxWaiting,
+        agent: this.agentFor?.(message) ?? '',
       },
     });
     if (result.kind !== 'queued') return { status: result.kind, session };

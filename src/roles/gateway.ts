@@ -8,6 +8,9 @@ import { connectRedis } from '../queue/connection.js';
 import { SessionControl } from '../session/control.js';
 import { SessionKeys } from '../queue/keys.js';
 import { Producer } from '../queue/producer.js';
+import { AgentRoster } from '../profiles/roster.js';
+import { AgentCommand } from '../intake/agent-command.js';
+import { agentFacts } from './agent-facts.js';
 import { createRunQueue } from '../queue/run-queue.js';
 import type { Role } from './worker.js';
 import { Metrics } from '../metrics/metrics.js';
@@ -46,7 +49,8 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
   const redis = connectRedis(redisUrl, 'switchboard-gateway', log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis, log);
-  const producer = new Producer(redis, queue, keys);
+  const roster = AgentRoster.load(config.agents.configPath);
+  const producer = new Producer(redis, queue, keys, roster.configured ? (message) => roster.decide(message) : undefined);
   const approvals = new ApprovalDesk(redis, keys, queue, config.approvals);
   const control = new SessionControl(redis, keys, approvals);
   const pairing = new PairingStore(redis, config.queue.prefix);
@@ -64,6 +68,7 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
     answered: { redis, prefix: config.queue.prefix },
     queueMax: config.limits.sessionQueueMax,
     schedules: { book: schedules, approvers: config.approvals.approvers },
+    agents: new AgentCommand(redis, keys, agentFacts(config, roster, log)),
     metrics,
   });
   warnOpenDoors(config, log);

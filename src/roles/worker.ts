@@ -1,7 +1,6 @@
 import type { Config } from '../config/config.js';
-import { requireModel } from '../config/config.js';
+import { globalToolLists, requireModel } from '../config/config.js';
 import { createOpenAIModel } from '../agent/openai-model.js';
-import { DEFAULT_SYSTEM_PROMPT } from '../agent/prompt.js';
 import type { ModelClient } from '../agent/types.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import { TerminalOutbound } from '../channels/terminal/outbound.js';
@@ -13,7 +12,8 @@ import { createRunQueue } from '../queue/run-queue.js';
 import { startRunWorker } from '../run/worker.js';
 import { RunStore } from '../run/record.js';
 import { ApprovalDesk } from '../approvals/desk.js';
-import { ToolPolicy } from '../tools/policy.js';
+import { AgentRoster, type AgentProfile } from '../profiles/roster.js';
+import { AgentRuntimes } from '../run/agent-runtime.js';
 import { checkExecRuntime, type ExecOptions } from '../tools/index.js';
 import { ConfigError } from '../lib/config-error.js';
 import { hostname } from 'node:os';
@@ -46,13 +46,11 @@ export interface WorkerOptions {
 
 export async function startWorkerRole(config: Config, redisUrl: string, log: Logger, options: WorkerOptions = {}): Promise<Role> {
   const metrics = options.metrics ?? new Metrics();
-  const modelClient =
-    options.model ??
-    (() => {
-      const m = requireModel(config);
-      return createOpenAIModel({ apiKey: m.apiKey, model: m.name, stream: m.stream, timeoutMs: m.timeoutMs, ...(m.baseURL && { baseURL: m.baseURL }) });
-    })();
+  const roster = AgentRoster.load(config.agents.configPath);
+  metrics.knowAgents(roster.profiles.map((p) => p.name));
+  const modelClient = options.model ?? modelOf(config, undefined);
   const exec = await execOptions(config, log);
+  const agents = await startAgents(config, roster, modelClient, options.model, log);
   const redis = connectRedis(redisUrl, 'switchboard-worker-state', log);
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const toolServers = await startToolServers(config, redis, log);
@@ -80,12 +78,9 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     log,
     metrics,
     runs: new RunStore(redis, config.queue.prefix),
+    agents,
     agent: {
-      model: modelClient,
-      system: DEFAULT_SYSTEM_PROMPT,
-      limits: { ...config.agent.limits, toolTimeoutMs: config.agent.toolTimeoutMs },
       runTimeoutMs: config.agent.runTimeoutMs,
-      historyTokens: config.agent.historyTokens,
       ...(config.limits.userDailyTokens !== undefined && { tokenBudget: new TokenBudget(redis, config.queue.prefix, config.limits.userDailyTokens) }),
     },
     input: {
@@ -95,9 +90,10 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
       messageMaxChars: config.limits.messageMaxChars,
     },
     tools: {
-      policy: new ToolPolicy({ deny: config.tools.deny, approve: [...config.tools.approve, ...(config.exec.mode === 'approve' ? ['run_command'] : [])] }),
       ...(exec && { exec }),
-      ...(toolServers && { extraTools: (workspace: Workspace, platform: string) => toolServers.registry.toolsFor(workspace, platform) }),
+      ...(toolServers && {
+        extraTools: (workspace: Workspace, platform: string, servers?: readonly string[]) => toolServers.registry.toolsFor(workspace, platform, servers),
+      }),
       approvals: new ApprovalDesk(redis, keys, queue, config.approvals),
       approvalTimeoutMs: config.approvals.timeoutMs,
     },
@@ -109,7 +105,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   });
   const firingWorker = await startFiringWorker(connectRedis(redisUrl, 'switchboard-firings', log), config.queue, {
     book,
-    producer: new Producer(redis, queue, keys),
+    producer: new Producer(redis, queue, keys, roster.configured ? (message) => roster.decide(message) : undefined),
     access: new AccessGate(config.access, new PairingStore(redis, config.queue.prefix), log.child({ part: 'access' }), { metrics }),
     queueMax: config.limits.sessionQueueMax,
     log: log.child({ part: 'schedules' }),
@@ -117,7 +113,10 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   });
   const heartbeat = new WorkerHeartbeat(redis, config.queue.prefix, (err) => log.warn({ err }, 'worker heartbeat failed'));
   await heartbeat.start();
-  log.info({ concurrency: config.queue.concurrency, model: modelClient.name, workerId: heartbeat.id }, 'worker ready');
+  log.info(
+    { concurrency: config.queue.concurrency, model: modelClient.name, agents: roster.profiles.map((p) => p.name), workerId: heartbeat.id },
+    'worker ready',
+  );
   return {
     async close(force = false) {
       await heartbeat.stop();
@@ -129,6 +128,40 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
       redis.disconnect();
     },
   };
+}
+
+/**
+ * The OpenAI-compatible client of the environment's model (`entry` undefined) or of an agent's
+ * own. An agent on another endpoint gets only the key its `apiKeyEnv` names: OPENAI_API_KEY is
+ * never sent to a host it was not given for.
+ */
+function modelOf(config: Config, entry: NonNullable<AgentProfile['model']> | undefined): ModelClient {
+  const m = requireModel(config);
+  const baseURL = entry?.baseUrl ?? m.baseURL;
+  const ownKey = entry?.apiKeyEnv === undefined ? undefined : process.env[entry.apiKeyEnv];
+  const sameEndpoint = entry?.baseUrl === undefined || entry.baseUrl === m.baseURL;
+  const apiKey = ownKey ?? (sameEndpoint ? m.apiKey : 'not-needed');
+  return createOpenAIModel({ apiKey, model: entry?.model ?? m.name, stream: m.stream, timeoutMs: m.timeoutMs, ...(baseURL && { baseURL }) });
+}
+
+/**
+ * Every agent's runtime. A missing `apiKeyEnv`, an MCP server MCP_CONFIG does not have, a
+ * malformed skill or a skills list over SKILLS_PROMPT_TOKENS stops the worker with one line each.
+ * A test's model client (`override`) answers for every agent.
+ */
+async function startAgents(config: Config, roster: AgentRoster, model: ModelClient, override: ModelClient | undefined, log: Logger): Promise<AgentRuntimes> {
+  const servers = config.mcpConfigPath === undefined ? undefined : loadMcpConfig(config.mcpConfigPath, process.env).servers.map((s) => s.name);
+  const problems = roster.problems(process.env, servers);
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => `config: AGENTS_CONFIG: ${p}`));
+  return AgentRuntimes.start(roster, {
+    model,
+    modelFor: (entry) => override ?? modelOf(config, entry),
+    limits: { ...config.agent.limits, toolTimeoutMs: config.agent.toolTimeoutMs },
+    historyTokens: config.agent.historyTokens,
+    tools: globalToolLists(config),
+    skillsPromptTokens: config.agents.skillsPromptTokens,
+    log: log.child({ component: 'skills' }),
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentLimits, ModelClient } from '../agent/types.js';
+import type { AgentRuntimes } from './agent-runtime.js';
 import type { OutboundAdapter } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { TokenBudget } from '../access/token-budget.js';
@@ -12,7 +12,6 @@ import type { RunStore } from './record.js';
 import type { RunQueue } from '../queue/run-queue.js';
 import type { SessionStore } from '../session/store.js';
 import type { ApprovalDesk } from '../approvals/desk.js';
-import type { ToolPolicy } from '../tools/policy.js';
 import type { ExecOptions } from '../tools/sandbox.js';
 import type { Tool } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
@@ -36,12 +35,10 @@ export interface RunDeps {
   log: Logger;
   metrics?: Metrics;
   runs: RunStore;
-  /** What the loop runs with: the model, its prompt and limits, the time and token budgets. */
+  /** The agents (AGENTS_CONFIG, or the one from the environment): each session's prompt, model, limits, tools and skills. */
+  agents: AgentRuntimes;
+  /** What every agent's runs share: the time and token budgets. */
   agent: {
-    model: ModelClient;
-    system: string;
-    limits: AgentLimits;
-    historyTokens: number;
     /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */
     tokenBudget?: TokenBudget;
     /** A turn still running this long after it first started ends failed (run_timeout), resumes included. */
@@ -58,15 +55,13 @@ export interface RunDeps {
   };
   /** What the agent may do and who decides: the tool policy, the sandbox, MCP tools, the approval desk. */
   tools: {
-    /** Which tools the conversation gets and which wait for approval. */
-    policy: ToolPolicy;
     approvals: ApprovalDesk;
     /** How long a call waits for a decision; then it counts as denied. */
     approvalTimeoutMs: number;
     /** run_command is offered (TOOLS_EXEC on or approve) with these options. */
     exec?: ExecOptions;
-    /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now. */
-    extraTools?: (workspace: Workspace, platform: string) => Tool[];
+    /** Tools from elsewhere (MCP servers) for a session's workspace, as they are right now; `servers`: only these (an agent's mcpServers). */
+    extraTools?: (workspace: Workspace, platform: string, servers?: readonly string[]) => Tool[];
   };
   /** Where and how the answer goes out. */
   delivery: {

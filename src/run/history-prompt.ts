@@ -5,6 +5,7 @@ import type { RunContext } from './context.js';
 import type { SessionHistory } from '../session/scripts.js';
 import { estimateTextTokens, estimateTokens } from '../agent/budget.js';
 import { meteredModel } from './token-allowance.js';
+import type { AgentRuntime } from './agent-runtime.js';
 
 export interface PromptHistory {
   messages: ChatMessage[];
@@ -23,10 +24,11 @@ const SUMMARY_INPUT_TOKENS = 12_000;
 export async function historyForTurn(
   ctx: RunContext,
   stored: SessionHistory,
-  budgetTokens: number,
+  agent: Pick<AgentRuntime, 'model' | 'historyTokens'>,
   signal: AbortSignal,
   allowance?: TokenAllowance,
 ): Promise<PromptHistory> {
+  const budgetTokens = agent.historyTokens;
   const turns = stored.entries.map((s) => JSON.parse(s) as ChatMessage[]);
   const count = stored.count === null ? turns.length : Number(stored.count);
   const firstNumber = count - turns.length + 1;
@@ -50,7 +52,7 @@ export async function historyForTurn(
     deps.metrics?.historySummaries.inc({ outcome: 'skipped' });
     return withSummary(summary, after);
   }
-  const metered = meteredModel(deps.agent.model);
+  const metered = meteredModel(agent.model);
   const result = await summariseTurns(metered.model, summary?.text, plan.older, signal);
   if (held) await allowance?.settle(held.reservation, metered.charged());
   if (!result.ok) {

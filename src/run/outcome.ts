@@ -27,10 +27,11 @@ export function skippedResult(ctx: RunContext, reason: 'session_busy' | 'inbox_e
 }
 
 /** The run's result from the loop's outcome and, once delivered, the delivery's report. */
-export function resultOf(ctx: RunContext, outcome: RunOutcome, messageIds: string[], report?: DeliveryReport): RunResult {
+export function resultOf(ctx: RunContext, outcome: RunOutcome, messageIds: string[], agent: string, report?: DeliveryReport): RunResult {
   return {
     runId: ctx.runId,
     session: ctx.session,
+    agent,
     state: outcome.state,
     messageIds,
     steps: outcome.steps,
@@ -47,8 +48,8 @@ export function resultOf(ctx: RunContext, outcome: RunOutcome, messageIds: strin
 
 /** The session's last run, as /status reads it. */
 export function lastRunOf(result: RunResult): LastRun {
-  const { runId, state, reason, messageIds, steps, toolCalls } = result;
-  return { runId, state, ...(reason && { reason }), messageIds, steps, toolCalls, at: Date.now() };
+  const { runId, state, reason, messageIds, steps, toolCalls, agent } = result;
+  return { runId, state, ...(reason && { reason }), messageIds, steps, toolCalls, ...(agent !== undefined && { agent }), at: Date.now() };
 }
 
 /** The run record: the result with the messages, transcript, timeline and journal that led to it. */

@@ -20,6 +20,7 @@ import { selectTurn, MAX_CLAIMS, type ClaimedMessage, type Turn } from '../sessi
 import { toUserMessage } from './input/user-message.js';
 import { doneSoFar } from '../session/journal-summary.js';
 import { recordScheduledRun } from '../schedules/outcome.js';
+import type { AgentRuntime } from './agent-runtime.js';
 
 export type { RunDeps } from './context.js';
 
@@ -43,12 +44,12 @@ export function createProcessor(deps: RunDeps): Processor {
     try {
       const claimed = await claim(ctx);
       if (claimed.kind === 'skipped') return claimed.result;
-      const { turn, journal, history, taken } = await begin(ctx, claimed);
+      const { turn, journal, history, taken, agent } = await begin(ctx, claimed);
       const to = turn.taken[turn.taken.length - 1]!.message;
       const out = deps.delivery.outbound(to.platform);
-      const done = await runOrSuspend(ctx, turn, journal, history, out);
+      const done = await runOrSuspend(ctx, turn, journal, history, out, agent);
       await taken;
-      const { record, outbox, left } = await commit(ctx, turn, journal, done, to);
+      const { record, outbox, left } = await commit(ctx, turn, journal, done, to, agent);
       // The turn is committed (the commit was the fence: a worker that froze past its lock stops
       // there): from here a crash re-delivers the outbox, it never re-runs the turn.
       const delivery = new TurnJournal(ctx.store, []);
@@ -56,7 +57,7 @@ export function createProcessor(deps: RunDeps): Processor {
       // The session is released (and its next job added) while the run is recorded: finish awaits both.
       const settled = Promise.all([ctx.store.settle(outbox, true), left > 0 ? addRunJob(deps.queue, jobName(to), { v: 1, session: ctx.session }) : undefined]);
       settled.catch(() => undefined);
-      return await finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries], settled);
+      return await finish(ctx, done, turn, record, report, [...journal.entries, ...delivery.entries], settled, agent);
     } finally {
       // Every way out (an answer, a skip, a parked approval, a shutdown, a failure) writes what the dashboard is still owed.
       await ctx.trace.close();
@@ -85,7 +86,9 @@ function runContext(deps: RunDeps, job: Job<RunJobData, RunResult>, token: strin
   };
 }
 
-type Claimed = { kind: 'skipped'; result: RunResult } | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[]; history: SessionHistory };
+type Claimed =
+  | { kind: 'skipped'; result: RunResult }
+  | { kind: 'claimed'; messages: ClaimedMessage[]; journal: string[]; history: SessionHistory; agent: string | undefined };
 
 /** Claims the inbox head under the session fence, first delivering a reply an earlier run committed and did not confirm. */
 async function claim(ctx: RunContext): Promise<Claimed> {
@@ -108,30 +111,44 @@ async function claim(ctx: RunContext): Promise<Claimed> {
     return skipped('inbox_empty');
   }
   // The journal was the pending reply's (delivered above), or it is the unfinished turn's.
-  return { kind: 'claimed', messages: claim.messages, journal: claim.pendingReply === undefined ? claim.journal : [], history: claim.history };
+  return {
+    kind: 'claimed',
+    messages: claim.messages,
+    journal: claim.pendingReply === undefined ? claim.journal : [],
+    history: claim.history,
+    agent: claim.agent,
+  };
 }
 
 /**
- * Picks the turn (its journal and the session's history came with the claim) and records how
- * many messages it takes: that write goes on while the turn runs (`taken`, awaited before the commit).
+ * Picks the turn (its journal and the session's history came with the claim) and its agent (the
+ * one recorded with the session), and records how many messages it takes: that write goes on
+ * while the turn runs (`taken`, awaited before the commit), with the agent's when the session had none.
  */
 async function begin(
   ctx: RunContext,
   claimed: Extract<Claimed, { kind: 'claimed' }>,
-): Promise<{ turn: Turn; journal: TurnJournal; history: SessionHistory; taken: Promise<void> }> {
+): Promise<{ turn: Turn; journal: TurnJournal; history: SessionHistory; taken: Promise<unknown>; agent: AgentRuntime }> {
   const { deps, job, runId } = ctx;
   const journal = new TurnJournal(ctx.store, parseJournal(claimed.journal));
   const turn = await takeTurn(ctx, claimed.messages, journal);
   const messages = turn.taken.map((c) => c.message);
+  const agent = deps.agents.forSession(claimed.agent, messages[0]!);
+  const name = agent.profile.name;
+  if (claimed.agent !== undefined && claimed.agent !== name)
+    ctx.log.warn({ recorded: claimed.agent, agent: name }, "the session's agent is no longer configured; the bindings chose another");
+  ctx.log = ctx.log.child({ agent: name });
   deps.metrics?.queueWait.observe(Math.max(0, ctx.started - messages[0]!.receivedAt) / 1000);
-  ctx.trace.setData({ ...job.data, messages: messages.map(forDisplay), runId });
+  ctx.trace.setData({ ...job.data, messages: messages.map(forDisplay), runId, agent: name });
   ctx.trace.line(`run ${runId} ${journal.turn ? 'resumes' : 'takes'} ${messages.length} message(s): ${messages.map((m) => m.id).join(', ')}`);
   // SESSION_QUEUE_MAX counts the messages behind the taken ones. A fenced refusal surfaces where
   // it is awaited (before the commit); a run that ends before that has nothing left to write.
-  const taken = ctx.store.take(turn.taken.length);
+  // Without AGENTS_CONFIG there is one agent: nothing to record.
+  const record = deps.agents.roster.configured && claimed.agent !== name;
+  const taken = Promise.all([ctx.store.take(turn.taken.length), record ? ctx.store.recordAgent(name) : undefined]);
   taken.catch(() => undefined);
   ctx.log.info({ messages: messages.length, turn: turn.kind, resumed: journal.turn !== undefined }, 'run started');
-  return { turn, journal, history: claimed.history, taken };
+  return { turn, journal, history: claimed.history, taken, agent };
 }
 
 /** Commits the turn, its history entry, the session's last run and the reply to deliver, in one fenced script. */
@@ -141,8 +158,9 @@ async function commit(
   journal: TurnJournal,
   done: TurnResult,
   to: InboundMessage,
+  agent: AgentRuntime,
 ): Promise<{ record: OutboxRecord; outbox: string; left: number }> {
-  const text = replyText(ctx.deps, done.outcome, journal);
+  const text = replyText(ctx.deps, agent, done.outcome, journal);
   const statusMessageId = done.statusMessageId ?? journal.statusMessageId;
   const record: OutboxRecord = {
     v: 1,
@@ -162,7 +180,7 @@ async function commit(
     taken: turn.taken,
     history: historyEntry(turn, done.outcome),
     historyMax: HISTORY_MAX_TURNS,
-    last: JSON.stringify(lastRunOf(resultOf(ctx, done.outcome, record.messageIds))),
+    last: JSON.stringify(lastRunOf(resultOf(ctx, done.outcome, record.messageIds, agent.profile.name))),
     outbox,
   });
   return { record, outbox, left };
@@ -193,10 +211,17 @@ async function takeTurn(ctx: RunContext, claimed: ClaimedMessage[], journal: Tur
  * throws BullMQ's DelayedError) unless it is decided at once, and then the turn runs on from the
  * journal. A run stopped for a shutdown writes what it did and goes back to waiting for any worker.
  */
-async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, history: SessionHistory, out: OutboundAdapter): Promise<TurnResult> {
+async function runOrSuspend(
+  ctx: RunContext,
+  turn: Turn,
+  journal: TurnJournal,
+  history: SessionHistory,
+  out: OutboundAdapter,
+  agent: AgentRuntime,
+): Promise<TurnResult> {
   for (;;) {
     try {
-      return await executeTurn(ctx, turn, journal, history, out);
+      return await executeTurn(ctx, turn, journal, history, out, agent);
     } catch (err) {
       if (err instanceof ApprovalPending) {
         await requestApproval(ctx, journal, out, turn.taken[turn.taken.length - 1]!.message, err.request);
@@ -213,10 +238,10 @@ async function runOrSuspend(ctx: RunContext, turn: Turn, journal: TurnJournal, h
 }
 
 /** The answer, or the honest line of how the run ended (naming what was done, when it crashed mid-way). */
-function replyText(deps: RunDeps, outcome: RunOutcome, journal: TurnJournal): string {
+function replyText(deps: RunDeps, agent: AgentRuntime, outcome: RunOutcome, journal: TurnJournal): string {
   if (outcome.state === 'completed') return outcome.answer!;
   return honestLine(outcome.reason, {
-    maxSteps: deps.agent.limits.maxSteps,
+    maxSteps: agent.limits.maxSteps,
     runTimeoutMs: deps.agent.runTimeoutMs,
     done: doneSoFar(journal.recorded),
     now: Date.now(),
@@ -268,10 +293,11 @@ async function finish(
   report: DeliveryReport,
   journal: TurnJournal['entries'],
   settled: Promise<unknown>,
+  agent: AgentRuntime,
 ): Promise<RunResult> {
   const { outcome } = done;
   const { deps, runId, log } = ctx;
-  const result = resultOf(ctx, outcome, record.messageIds, report);
+  const result = resultOf(ctx, outcome, record.messageIds, agent.profile.name, report);
   log.info(
     {
       state: result.state,
@@ -284,7 +310,7 @@ async function finish(
     },
     'run ended',
   );
-  deps.metrics?.onRunEnded(outcome, result.ms / 1000);
+  deps.metrics?.onRunEnded(outcome, result.ms / 1000, agent.profile.name);
   const scheduled = turn.taken.find((c) => c.message.scheduled)?.message;
   if (scheduled && deps.schedules) {
     await recordScheduledRun(

@@ -1,17 +1,19 @@
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
+import { createLoadSkillTool } from '../profiles/skill-tool.js';
 import { createScheduleTools } from '../schedules/tools.js';
 import { buildTools } from '../tools/index.js';
 import type { Tool } from '../tools/types.js';
 import type { Workspace } from '../tools/workspace.js';
+import type { AgentRuntime } from './agent-runtime.js';
 import type { RunContext } from './context.js';
 import { createSendFileTool } from './delivery/send-file.js';
 
 /**
  * The tools this turn offers: the workspace's own (run_command when enabled), send_file where
- * the platform can upload, the schedule tools when offered, and MCP tools; less what the tool
- * policy keeps from this platform.
+ * the platform can upload, the schedule tools when offered, load_skill when the agent has skills,
+ * and the agent's MCP servers' tools; less what the agent's tool policy keeps from this platform.
  */
-export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAdapter, to: InboundMessage): Tool[] {
+export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAdapter, to: InboundMessage, agent: AgentRuntime): Tool[] {
   const { tools, schedules } = ctx.deps;
   const sendFile = createSendFileTool(workspace, out, to);
   const scheduling = schedules?.offered
@@ -21,7 +23,8 @@ export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAd
     ...buildTools(workspace, tools.exec ? { exec: tools.exec } : {}),
     ...(sendFile ? [sendFile] : []),
     ...scheduling,
-    ...(tools.extraTools?.(workspace, to.platform) ?? []),
+    ...(agent.skills ? [createLoadSkillTool(agent.skills, { sandboxed: tools.exec?.sandbox === 'bwrap' })] : []),
+    ...(tools.extraTools?.(workspace, to.platform, agent.profile.mcpServers) ?? []),
   ];
-  return offered.filter((t) => tools.policy.offered(to.platform, t.name));
+  return offered.filter((t) => agent.policy.offered(to.platform, t.name));
 }

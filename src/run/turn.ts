@@ -20,6 +20,9 @@ import { turnTools } from './turn-tools.js';
 import { allowanceFor } from './token-allowance.js';
 import { AnswerStream, canStream, type StreamedAnswer } from './delivery/answer-stream.js';
 import { anySignal } from '../lib/abort.js';
+import { systemPromptOf, type AgentRuntime } from './agent-runtime.js';
+import { workspaceScope } from '../profiles/scope.js';
+import { skillMounts } from '../profiles/skills.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
 
@@ -39,7 +42,14 @@ const NO_USAGE = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
  * message taken over and its attachments not fetched again. Throws a RunSuspended when the run
  * must stop without an outcome (shutdown, or it lost its turn).
  */
-export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJournal, storedHistory: SessionHistory, out: OutboundAdapter): Promise<TurnResult> {
+export async function executeTurn(
+  ctx: RunContext,
+  turn: Turn,
+  journal: TurnJournal,
+  storedHistory: SessionHistory,
+  out: OutboundAdapter,
+  agent: AgentRuntime,
+): Promise<TurnResult> {
   const { deps, session, jobId, log } = ctx;
   if (turn.kind !== 'agent') return controlTurn(turn);
   const timeline: TimelineEntry[] = [];
@@ -63,22 +73,22 @@ export async function executeTurn(ctx: RunContext, turn: Turn, journal: TurnJour
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
     progress.start();
     const budget = allowanceFor(ctx, to);
-    const history = await historyForTurn(ctx, storedHistory, deps.agent.historyTokens, signal, budget);
-    const workspace = Workspace.forScope(deps.input.workspaceRoot, session);
+    const [history, prompt] = await Promise.all([historyForTurn(ctx, storedHistory, agent, signal, budget), systemPromptOf(agent)]);
+    const workspace = Workspace.forScope(deps.input.workspaceRoot, workspaceScope(agent.profile, session, to), { readOnly: skillMounts(prompt.skills) });
     const messages = turn.taken.map((c) => c.message);
     const input = await turnInput(ctx, journal, workspace, out, messages, signal);
-    const tools = turnTools(ctx, workspace, out, to);
+    const tools = turnTools(ctx, workspace, out, to, agent);
     const events = turnEvents(ctx, tools, timeline, (event) => stream?.onEvent(event) || progress.onEvent(event));
     const outcome = await runAgent({
-      model: deps.agent.model,
+      model: agent.model,
       tools,
-      needsApproval: (name) => deps.tools.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
+      needsApproval: (name) => agent.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
-      system: deps.agent.system,
+      system: prompt.system,
       history: history.summary ? [summaryMessage(history.summary), ...history.messages] : history.messages,
       input,
       ...(budget && { budget }),
-      limits: deps.agent.limits,
+      limits: agent.limits,
       signal,
       suspend: controls.suspend.signal,
       journal,

@@ -6,6 +6,9 @@ import { scheduleList } from './describe.js';
 import { describeTime, nextFirings } from './when.js';
 import { ToolError, type Tool } from '../tools/types.js';
 
+/** The schedule tools' names (what /agent lists without building them). */
+export const SCHEDULE_TOOL_NAMES = ['schedule_task', 'list_schedules', 'cancel_schedule'] as const;
+
 export interface ScheduleToolContext {
   /** The turn's message: its conversation is where schedules are made, its sender who makes them. */
   from: InboundMessage;
@@ -38,7 +41,7 @@ export function createScheduleTools(book: ScheduleBook, ctx: ScheduleToolContext
   const session = sessionKeyOf(ctx.from);
   const defaultNote = ctx.defaultTz ? ` When no timezone is given, ${ctx.defaultTz} is used.` : ' A timezone is required.';
   const scheduleTask: Tool<typeof scheduleSchema> = {
-    name: 'schedule_task',
+    name: SCHEDULE_TOOL_NAMES[0],
     description: `Schedule a task in this conversation, once or repeatedly: at each firing the prompt is given to you as a new request here and your answer is posted here. At most ${book.perUser} schedules per person.${defaultNote}`,
     schema: scheduleSchema,
     async execute(args) {
@@ -55,7 +58,7 @@ export function createScheduleTools(book: ScheduleBook, ctx: ScheduleToolContext
     },
   };
   const listSchedules: Tool<typeof listSchema> = {
-    name: 'list_schedules',
+    name: SCHEDULE_TOOL_NAMES[1],
     readOnly: true,
     description: 'List the schedules of this conversation: id, name, when, next firing in its timezone.',
     schema: listSchema,
@@ -64,7 +67,7 @@ export function createScheduleTools(book: ScheduleBook, ctx: ScheduleToolContext
     },
   };
   const cancelSchedule: Tool<typeof cancelSchema> = {
-    name: 'cancel_schedule',
+    name: SCHEDULE_TOOL_NAMES[2],
     description: 'Remove a schedule of this conversation by its id (list_schedules shows the ids).',
     schema: cancelSchema,
     async execute({ id }) {

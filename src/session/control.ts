@@ -12,6 +12,8 @@ export interface SessionStatus {
   /** MCP servers some worker cannot reach (their tools are left out meanwhile). */
   toolServersDown?: string[];
   last?: LastRun;
+  /** The agent recorded with the session (AGENTS_CONFIG). */
+  agent?: string;
 }
 
 /** What /stop and /status do, from any process: they read and signal through Redis only. */
@@ -43,17 +45,19 @@ export class SessionControl {
   }
 
   async status(session: string): Promise<SessionStatus> {
-    const [running, queued, last, waiting, down] = await Promise.all([
+    const [running, queued, last, waiting, down, agent] = await Promise.all([
       this.running(session),
       this.redis.llen(this.keys.inbox(session)),
       this.redis.get(this.keys.last(session)),
       this.approvals?.pendingOf(session),
       toolServerProblems(this.redis, this.keys.prefix),
+      this.redis.get(this.keys.agentOf(session)),
     ]);
     const status: SessionStatus = { running: running || !!waiting, queued };
     if (waiting) status.waitingFor = { tool: waiting.tool, expiresAt: waiting.expiresAt };
     if (down.length > 0) status.toolServersDown = down;
     if (last) status.last = JSON.parse(last) as NonNullable<SessionStatus['last']>;
+    if (agent) status.agent = agent;
     return status;
   }
 }
@@ -73,5 +77,6 @@ export function formatStatus(s: SessionStatus, now = Date.now()): string {
     parts.push(`Last run: ${s.last.state}${s.last.reason ? ` (${s.last.reason})` : ''}, ${ago} s ago.`);
   }
   if (s.toolServersDown) parts.push(`Tools unavailable: ${s.toolServersDown.join('; ')}.`);
+  if (s.agent) parts.push(`Agent: ${s.agent} (/agent tells more).`);
   return parts.join(' ');
 }

@@ -49,11 +49,13 @@ export type Claim =
       messages: ClaimedMessage[];
       /** The session's history as it is now: the turn's prompt carries it. */
       history: SessionHistory;
+      /** The agent recorded with the session (absent: none yet, e.g. after /reset). */
+      agent?: string;
       /** Entries at the head no script could read, moved to the unreadable list by this claim. */
       unreadable: number;
     };
 
-// → {1, outbox, moved aside, history count or '', summary or '', #journal, #history, journal
+// → {1, outbox, moved aside, history count or '', summary or '', #journal, #history, agent or '', journal
 //   entries..., history entries..., (count, message)...} claimed · {0, moved aside}
 //   nothing to do (released) · {-1} lock lost · {-2, holder} another live run owns the session.
 // An inbox entry this script cannot decode (e.g. JSON with a lone UTF-16 surrogate) would fail
@@ -62,7 +64,7 @@ export type Claim =
 // message, same journal length. A run that made progress (journaled a step) resets it.
 export const CLAIM = defineScript({
   name: 'sbClaim',
-  keys: ['lock', 'owner', 'inbox', 'claims', 'outbox', 'journal', 'unreadable', 'history', 'historyCount', 'historySummary'],
+  keys: ['lock', 'owner', 'inbox', 'claims', 'outbox', 'journal', 'unreadable', 'history', 'historyCount', 'historySummary', 'agent'],
   args: ['token', 'jobId', 'jobKeyBase', 'foldMax'],
   lua: `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-1} end
@@ -86,7 +88,7 @@ end
 redis.call('SET', KEYS[2], ARGV[2])
 local journal = redis.call('LRANGE', KEYS[6], 0, -1)
 local history = redis.call('LRANGE', KEYS[8], 0, -1)
-local result = {1, outbox, moved, redis.call('GET', KEYS[9]) or '', redis.call('GET', KEYS[10]) or '', #journal, #history}
+local result = {1, outbox, moved, redis.call('GET', KEYS[9]) or '', redis.call('GET', KEYS[10]) or '', #journal, #history, redis.call('GET', KEYS[11]) or ''}
 for _, entry in ipairs(journal) do result[#result + 1] = entry end
 for _, entry in ipairs(history) do result[#result + 1] = entry end
 for i, m in ipairs(msgs) do
@@ -123,18 +125,19 @@ return result
     const summary = String(r[4]);
     const journalLength = Number(r[5]);
     const historyLength = Number(r[6]);
-    const journal = r.slice(7, 7 + journalLength).map(String);
+    const agent = String(r[7]);
+    const journal = r.slice(8, 8 + journalLength).map(String);
     const history: SessionHistory = {
-      entries: r.slice(7 + journalLength, 7 + journalLength + historyLength).map(String),
+      entries: r.slice(8 + journalLength, 8 + journalLength + historyLength).map(String),
       count: count === '' ? null : count,
       summary: summary === '' ? null : summary,
     };
     const messages: ClaimedMessage[] = [];
-    for (let i = 7 + journalLength + historyLength; i < r.length; i += 2) {
+    for (let i = 8 + journalLength + historyLength; i < r.length; i += 2) {
       const raw = String(r[i + 1]);
       messages.push({ claims: Number(r[i]), raw, message: JSON.parse(raw) as InboundMessage });
     }
-    return { kind: 'claimed', journal, messages, history, unreadable, ...(outbox && { pendingReply: outbox }) };
+    return { kind: 'claimed', journal, messages, history, unreadable, ...(agent && { agent }), ...(outbox && { pendingReply: outbox }) };
   },
 });
 
@@ -162,7 +165,7 @@ return redis.call('RPUSH', KEYS[3], unpack(ARGV, 4))
 // → the messages left, or -1 / -2 (fenced), -3 the inbox head changed (someone else committed it).
 export const COMMIT = defineScript({
   name: 'sbCommit',
-  keys: ['lock', 'owner', 'inbox', 'history', 'last', 'outbox', 'claims', 'pending', 'journal', 'historyCount', 'historySummary', 'taken'],
+  keys: ['lock', 'owner', 'inbox', 'history', 'last', 'outbox', 'claims', 'pending', 'journal', 'historyCount', 'historySummary', 'taken', 'agent'],
   args: ['token', 'jobId', 'historyMode', 'historyEntry', 'historyMax', 'last', 'outbox', 'session', 'count'],
   lists: ['ids', 'raws'],
   lua: `
@@ -177,7 +180,8 @@ end
 redis.call('LTRIM', KEYS[3], n, -1)
 redis.call('DEL', KEYS[12])
 for i = 1, n do redis.call('HDEL', KEYS[7], ARGV[9 + i], ARGV[9 + i] .. '@') end
-if ARGV[3] == 'reset' then redis.call('DEL', KEYS[4], KEYS[10], KEYS[11]) end
+-- A reset forgets the agent too: the session's next message is given one by the bindings as they are now.
+if ARGV[3] == 'reset' then redis.call('DEL', KEYS[4], KEYS[10], KEYS[11], KEYS[13]) end
 if ARGV[3] == 'append' then
   -- The count numbers the turns ever appended (the list keeps the last historyMax), so a summary
   -- can say which turns it covers; a history from before the count starts at its length.

@@ -56,6 +56,7 @@ export class SessionStore {
           history: k.history(s),
           historyCount: k.historyCount(s),
           historySummary: k.historySummary(s),
+          agent: k.agentOf(s),
         },
         args: { ...this.fence, jobKeyBase: k.jobBase, foldMax },
       }),
@@ -102,6 +103,7 @@ export class SessionStore {
           historyCount: k.historyCount(s),
           historySummary: k.historySummary(s),
           taken: k.taken(s),
+          agent: k.agentOf(s),
         },
         args: {
           ...this.fence,
@@ -136,6 +138,11 @@ export class SessionStore {
         args: { ...this.fence, delivered, release: release ? '1' : '0', session: s },
       }),
     );
+  }
+
+  /** Records the agent that answers the session (when none was recorded at queueing, or it no longer exists). */
+  async recordAgent(name: string): Promise<void> {
+    await this.set('agent write', this.keys.agentOf(this.session), name);
   }
 
   private async set(what: string, key: string, value: string): Promise<void> {

@@ -1,18 +1,22 @@
 /**
  * Which tools a conversation gets, and which wait for a person's approval: `TOOLS_DENY` and
  * `TOOLS_APPROVE` entries are a tool name (everywhere) or `platform:tool` (only there). A denied
- * tool is not offered to the model at all, so it costs no tokens and cannot be called.
+ * tool is not offered to the model at all, so it costs no tokens and cannot be called. An agent's
+ * `allow` list (AGENTS_CONFIG), when it has one, offers only the tools it names, less the denied.
  */
 export class ToolPolicy {
   private readonly deny: Rule[];
   private readonly approve: Rule[];
+  private readonly allow: Rule[] | undefined;
 
-  constructor(lists: { deny?: readonly string[]; approve?: readonly string[] } = {}) {
+  constructor(lists: { deny?: readonly string[]; approve?: readonly string[]; allow?: readonly string[] } = {}) {
     this.deny = (lists.deny ?? []).map(parseRule);
     this.approve = (lists.approve ?? []).map(parseRule);
+    this.allow = lists.allow?.map(parseRule);
   }
 
   offered(platform: string, tool: string): boolean {
+    if (this.allow && !this.allow.some((r) => matches(r, platform, tool))) return false;
     return !this.deny.some((r) => matches(r, platform, tool));
   }
 

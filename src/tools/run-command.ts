@@ -27,7 +27,8 @@ export function createRunCommandTool(ws: Workspace, options: ExecOptions): Tool<
     async execute({ command, timeout_s }, { signal }) {
       signal.throwIfAborted();
       const seconds = Math.min(timeout_s ?? DEFAULT_TIMEOUT_S, options.maxTimeoutS);
-      const spec = commandSpec(options, await hostLayout(), await ws.realRoot(), command);
+      const mounts = ws.readOnlyMounts.map((m) => ({ host: m.dir, target: `/${m.at}` }));
+      const spec = commandSpec(options, await hostLayout(), await ws.realRoot(), command, mounts);
       let outcome: CommandOutcome;
       try {
         outcome = await execCommand(spec, { timeoutMs: seconds * 1000, signal });

@@ -57,8 +57,14 @@ const NETWORK_ETC_FILES = ['/etc/resolv.conf'];
  */
 export type HostLayout = ReadonlyMap<string, { symlink?: string }>;
 
+/** A host folder shown read-only inside the sandbox at `target` (an absolute path there). */
+export interface SandboxMount {
+  host: string;
+  target: string;
+}
+
 /** The bwrap arguments that run `bash -c command` in the workspace (its real host path). */
-export function bwrapArgs(layout: HostLayout, options: { network: boolean; workspace: string; command: string }): string[] {
+export function bwrapArgs(layout: HostLayout, options: { network: boolean; workspace: string; command: string; readOnly?: readonly SandboxMount[] }): string[] {
   const lim = SANDBOX_LIMITS;
   const etc = options.network ? [...ETC_FILES, ...NETWORK_ETC_FILES] : ETC_FILES;
   return [
@@ -102,6 +108,7 @@ export function bwrapArgs(layout: HostLayout, options: { network: boolean; works
     '--bind',
     options.workspace,
     SANDBOX_WORKSPACE,
+    ...(options.readOnly ?? []).flatMap((m) => ['--ro-bind', m.host, m.target]),
     // The root and /dev are unsized tmpfs of bwrap's: read-only, so only the sized ones take writes.
     '--remount-ro',
     '/dev',
@@ -137,13 +144,19 @@ export interface CommandSpec {
   env: Record<string, string>;
 }
 
-/** How to run `command` in `workspace` (a real path) under `options.sandbox`. */
-export function commandSpec(options: Pick<ExecOptions, 'sandbox' | 'network'>, layout: HostLayout, workspace: string, command: string): CommandSpec {
+/** How to run `command` in `workspace` (a real path) under `options.sandbox`; without a sandbox nothing is mounted. */
+export function commandSpec(
+  options: Pick<ExecOptions, 'sandbox' | 'network'>,
+  layout: HostLayout,
+  workspace: string,
+  command: string,
+  readOnly: readonly SandboxMount[] = [],
+): CommandSpec {
   if (options.sandbox === 'none') return { file: 'bash', args: ['-c', command], cwd: workspace, env: cleanEnv(workspace) };
   // bwrap is found on the worker's PATH; it clears the environment before the command starts.
   return {
     file: 'bwrap',
-    args: bwrapArgs(layout, { network: options.network, workspace, command }),
+    args: bwrapArgs(layout, { network: options.network, workspace, command, readOnly }),
     cwd: '/',
     env: { PATH: process.env.PATH ?? SANDBOX_PATH },
   };

@@ -15,16 +15,19 @@ export { FileExistsError, type WriteMode, type WriteResult } from './workspace-f
 export class Workspace {
   /** Absolute root as configured (it may itself sit behind a symlink, e.g. /tmp on macOS). */
   readonly root: string;
+  /** Folders shown read-only at `at` (relative, e.g. `skills/pdf`) from `dir` (an absolute real path). */
+  readonly readOnlyMounts: readonly ReadOnlyMount[];
   #realRoot: string | undefined;
 
-  constructor(root: string) {
+  constructor(root: string, options: WorkspaceOptions = {}) {
     if (!path.isAbsolute(root)) throw new Error(`Workspace root must be an absolute path, got "${root}"`);
     this.root = path.resolve(root);
+    this.readOnlyMounts = (options.readOnly ?? []).map(checkMount);
   }
 
   /** The workspace of one session scope, e.g. `telegram:12345`, as a folder under `root`. */
-  static forScope(root: string, scope: string): Workspace {
-    return new Workspace(path.join(root, workspaceFolderName(scope)));
+  static forScope(root: string, scope: string, options: WorkspaceOptions = {}): Workspace {
+    return new Workspace(path.join(root, workspaceFolderName(scope)), options);
   }
 
   /** Creates the root if needed and returns its real path. */
@@ -37,64 +40,108 @@ export class Workspace {
   /** The absolute real path of `input` (relative to the root), or a ToolError saying why not. */
   async resolve(input: string): Promise<string> {
     const rel = normaliseRelative(input);
-    const root = await this.realRoot();
-    if (rel === '.') return root;
-
-    // Walk component by component from the real root: a symlink anywhere must stay inside,
-    // and the first missing component ends the walk (the rest is created later, lexically inside).
-    const parts = rel.split('/');
-    let current = root;
-    for (let i = 0; i < parts.length; i++) {
-      const next = path.join(current, parts[i]!);
-      let isLink: boolean;
-      try {
-        isLink = (await lstat(next)).isSymbolicLink();
-      } catch (err) {
-        const code = errnoCode(err);
-        if (code === 'ENOENT' || code === 'ENOTDIR') return path.join(next, ...parts.slice(i + 1));
-        throw new ToolError(`cannot access ${input}: ${code ?? String(err)}`);
-      }
-      if (!isLink) {
-        current = next;
-        continue;
-      }
-      let target: string;
-      try {
-        target = await realpath(next);
-      } catch (err) {
-        // A dangling link could point anywhere once its target is created: refuse it.
-        throw new ToolError(`${input} goes through a broken symlink (${errnoCode(err) ?? 'unresolvable'})`);
-      }
-      if (!isInside(root, target)) throw new ToolError(`${input} is outside the workspace (through a symlink)`);
-      current = target;
+    const mount = this.#mountOf(rel);
+    if (mount) {
+      const below = rel === mount.at ? [] : rel.slice(mount.at.length + 1).split('/');
+      return resolveInside(mount.dir, below, input, `${input} is outside ${mount.at} (through a symlink)`);
     }
-    return current;
+    const root = await this.realRoot();
+    return resolveInside(root, rel === '.' ? [] : rel.split('/'), input, `${input} is outside the workspace (through a symlink)`);
   }
 
   /** Writes a file at `input` (relative to the root), creating its folders; see WriteMode. */
   async writeFile(input: string, content: string | Uint8Array, mode: WriteMode, signal?: AbortSignal): Promise<WriteResult> {
-    return writeInside(await this.realRoot(), componentsOf(input), input, content, mode, signal);
+    return writeInside(await this.realRoot(), this.#writable(input), input, content, mode, signal);
   }
 
   /** Creates the folder `input` and those above it; returns its absolute path. */
   async makeFolder(input: string): Promise<string> {
-    return makeFolderInside(await this.realRoot(), componentsOf(input), input);
+    return makeFolderInside(await this.realRoot(), this.#writable(input), input);
   }
 
   /** Removes the file `input` (a link itself, never its target). False when it was not there. */
   async removeFile(input: string): Promise<boolean> {
-    return removeInside(await this.realRoot(), componentsOf(input), input);
+    return removeInside(await this.realRoot(), this.#writable(input), input);
   }
 
-  /** `abs` relative to the root, with '/' separators, for display ("." for the root). */
+  /** `abs` relative to the root (or shown at its mount), with '/' separators, for display ("." for the root). */
   relative(abs: string): string {
-    for (const base of [this.#realRoot, this.root]) {
+    const bases: [string | undefined, string][] = [...this.readOnlyMounts.map((m): [string, string] => [m.dir, m.at]), [this.#realRoot, '.'], [this.root, '.']];
+    for (const [base, at] of bases) {
       if (base === undefined || !isInside(base, abs)) continue;
-      const rel = path.relative(base, abs);
-      return rel === '' ? '.' : rel.split(path.sep).join('/');
+      const rel = path.relative(base, abs).split(path.sep).join('/');
+      return at === '.' ? rel || '.' : rel === '' ? at : `${at}/${rel}`;
     }
     return abs;
   }
+
+  #mountOf(rel: string): ReadOnlyMount | undefined {
+    return this.readOnlyMounts.find((m) => rel === m.at || rel.startsWith(`${m.at}/`));
+  }
+
+  /** The components of `input`, refused when it is a mount, inside one or a folder holding one. */
+  #writable(input: string): string[] {
+    const rel = normaliseRelative(input);
+    const mount = this.#mountOf(rel);
+    if (mount) throw new ToolError(`${input} is inside ${mount.at}, which is read-only; copy what you need elsewhere in the workspace`);
+    // Writing the folder the mounts sit in (e.g. `skills`) would make a real one the mounts hide.
+    const holder = this.readOnlyMounts.find((m) => m.at.startsWith(`${rel}/`));
+    if (holder) throw new ToolError(`${input} holds read-only folders (${holder.at}); write elsewhere in the workspace`);
+    return rel === '.' ? [] : rel.split('/');
+  }
+}
+
+export interface ReadOnlyMount {
+  /** Where it appears, relative to the root, e.g. `skills/pdf`. */
+  readonly at: string;
+  /** The absolute real path of the folder shown there. */
+  readonly dir: string;
+}
+
+export interface WorkspaceOptions {
+  readOnly?: readonly ReadOnlyMount[];
+}
+
+function checkMount(mount: ReadOnlyMount): ReadOnlyMount {
+  const at = path.posix.normalize(mount.at);
+  if (at !== mount.at || at === '.' || at === '..' || at.startsWith('../') || at.startsWith('/') || at.endsWith('/')) {
+    throw new Error(`A read-only mount must be at a normalised relative path, got "${mount.at}"`);
+  }
+  if (!path.isAbsolute(mount.dir)) throw new Error(`A read-only mount's folder must be an absolute path, got "${mount.dir}"`);
+  return { at, dir: path.resolve(mount.dir) };
+}
+
+/**
+ * Walks `parts` component by component from the real folder `base`: a symlink anywhere must stay
+ * inside, and the first missing component ends the walk (the rest is created later, lexically inside).
+ */
+async function resolveInside(base: string, parts: readonly string[], input: string, outside: string): Promise<string> {
+  let current = base;
+  for (let i = 0; i < parts.length; i++) {
+    const next = path.join(current, parts[i]!);
+    let isLink: boolean;
+    try {
+      isLink = (await lstat(next)).isSymbolicLink();
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return path.join(next, ...parts.slice(i + 1));
+      throw new ToolError(`cannot access ${input}: ${code ?? String(err)}`);
+    }
+    if (!isLink) {
+      current = next;
+      continue;
+    }
+    let target: string;
+    try {
+      target = await realpath(next);
+    } catch (err) {
+      // A dangling link could point anywhere once its target is created: refuse it.
+      throw new ToolError(`${input} goes through a broken symlink (${errnoCode(err) ?? 'unresolvable'})`);
+    }
+    if (!isInside(base, target)) throw new ToolError(outside);
+    current = target;
+  }
+  return current;
 }
 
 /**
@@ -114,11 +161,6 @@ export function workspaceFolderName(scope: string): string {
     name = `${name.slice(0, 150)}~${createHash('sha256').update(scope).digest('hex').slice(0, 40)}`;
   }
   return name;
-}
-
-function componentsOf(input: string): string[] {
-  const rel = normaliseRelative(input);
-  return rel === '.' ? [] : rel.split('/');
 }
 
 /** Lexical checks; returns a normalised relative path with '/' separators, or '.'. */

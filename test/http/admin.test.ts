@@ -86,7 +86,7 @@ describe('admin surface with ADMIN_TOKEN', () => {
     const delta = (name: string, labels = '') => metricValue(after, name, labels) - metricValue(before, name, labels);
     expect(delta('switchboard_inbound_events_total', 'platform="terminal"')).toBe(1);
     expect(delta('switchboard_deduplicated_events_total', 'platform="terminal"')).toBe(1);
-    expect(delta('switchboard_runs_total', 'state="completed",reason="none"')).toBe(1);
+    expect(delta('switchboard_runs_total', 'state="completed",reason="none",agent="default"')).toBe(1);
     expect(delta('switchboard_model_calls_total')).toBe(2);
     expect(delta('switchboard_model_tokens_total', 'kind="prompt"')).toBe(250);
     expect(delta('switchboard_model_tokens_total', 'kind="completion"')).toBe(15);

@@ -68,7 +68,7 @@ describe('metric labels come only from known values', () => {
       metrics.deliveries.inc({ platform: odd, kind: odd });
       metrics.deliveryErrors.inc({ platform: odd, operation: odd });
       metrics.tokens.inc({ kind: odd }, 1);
-      metrics.onRunEnded(outcome(odd, odd), 1);
+      metrics.onRunEnded(outcome(odd, odd), 1, odd);
     }
     // Known values stay as they are.
     metrics.inbound.inc({ platform: 'telegram' });
@@ -78,8 +78,9 @@ describe('metric labels come only from known values', () => {
     metrics.approvals.inc({ outcome: 'approved' });
     metrics.scheduleFirings.inc({ outcome: 'queue_full' });
     metrics.historySummaries.inc({ outcome: 'skipped' });
-    metrics.onRunEnded(outcome('failed', 'step_limit'), 1);
-    metrics.onRunEnded(outcome('completed'), 1);
+    metrics.onRunEnded(outcome('failed', 'step_limit'), 1, 'default');
+    metrics.knowAgents(['support']);
+    metrics.onRunEnded(outcome('completed'), 1, 'support');
 
     const json = await metrics.registry.getMetricsAsJSON();
     for (const metric of json) {
@@ -107,9 +108,9 @@ describe('metric labels come only from known values', () => {
     expect(await series(metrics, 'switchboard_history_summaries_total')).toEqual(expect.arrayContaining([{ outcome: 'skipped' }]));
     expect(await series(metrics, 'switchboard_runs_total')).toEqual(
       expect.arrayContaining([
-        { state: 'failed', reason: 'step_limit' },
-        { state: 'completed', reason: 'none' },
-        { state: 'unknown', reason: 'unknown' },
+        { state: 'failed', reason: 'step_limit', agent: 'default' },
+        { state: 'completed', reason: 'none', agent: 'support' },
+        { state: 'unknown', reason: 'unknown', agent: 'unknown' },
       ]),
     );
   });

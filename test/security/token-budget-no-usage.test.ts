@@ -127,7 +127,13 @@ describe('security: a model that reports no usage still spends the daily token b
       { role: 'assistant', content: `answer ${i}: ${'more words about the notes '.repeat(20)}` },
     ];
     const entries = Array.from({ length: 6 }, (_, i) => JSON.stringify(turn(i + 1)));
-    const history = await historyForTurn(ctx, { entries, count: '6', summary: null }, 600, new AbortController().signal, allowanceFor(ctx, message));
+    const history = await historyForTurn(
+      ctx,
+      { entries, count: '6', summary: null },
+      { model, historyTokens: 600 },
+      new AbortController().signal,
+      allowanceFor(ctx, message),
+    );
 
     expect(history.summary?.text).toBe('They talked about the notes.');
     expect(requests).toHaveLength(1);

@@ -65,8 +65,14 @@ describe('ENQUEUE: SESSION_QUEUE_MAX counts the messages waiting behind the runn
   const session = 'terminal:fold';
   const enqueue = (n: number, max: number) =>
     runScript(redis, ENQUEUE, {
-      keys: { seen: keys.seen('terminal', `e${n}`), inbox: keys.inbox(session), pending: keys.pending, taken: keys.taken(session) },
-      args: { message: JSON.stringify({ id: `m${n}` }), seenTtl: 60, session, max },
+      keys: {
+        seen: keys.seen('terminal', `e${n}`),
+        inbox: keys.inbox(session),
+        pending: keys.pending,
+        taken: keys.taken(session),
+        agent: keys.agentOf(session),
+      },
+      args: { message: JSON.stringify({ id: `m${n}` }), seenTtl: 60, session, max, agent: 'default' },
     });
 
   it('a turn that folded two messages leaves room for two more behind it', async () => {

@@ -64,6 +64,7 @@ export class DiscordHandlers {
         case 'stop':
         case 'status':
         case 'help':
+        case 'agent':
         case 'schedules':
         case 'unschedule': {
           const result = await intake.accept(normaliseCommand(view, Date.now()), botName);

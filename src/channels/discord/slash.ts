@@ -40,6 +40,7 @@ export const SLASH_COMMANDS: readonly SlashCommand[] = [
   command('stop', COMMANDS.stop),
   command('status', COMMANDS.status),
   command('help', COMMANDS.help),
+  command('agent', COMMANDS.agent),
   command('schedules', COMMANDS.schedules),
   command('unschedule', COMMANDS.unschedule, [
     { type: STRING, name: 'id', description: 'The schedule id, as /schedules shows it', required: true, max_length: 32 },

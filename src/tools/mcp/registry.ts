@@ -47,9 +47,11 @@ export class McpRegistry {
   }
 
   /** The tools offered to a conversation on `platform`: connected servers offered there, filtered by include/exclude. */
-  toolsFor(ws: Workspace, platform: string): Tool[] {
+  /** `servers`: only these servers' tools (an agent's `mcpServers`); absent: every server's. */
+  toolsFor(ws: Workspace, platform: string, servers?: readonly string[]): Tool[] {
     const entries: { source: McpConnection; tool: ListedTool }[] = [];
     for (const source of this.#connections) {
+      if (servers !== undefined && !servers.includes(source.name)) continue;
       const { platforms, tools: filter } = source.config;
       if (platforms !== undefined && !platforms.includes(platform)) continue;
       for (const tool of source.tools) {

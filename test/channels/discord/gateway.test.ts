@@ -89,6 +89,7 @@ describe('Discord gateway', () => {
       'stop',
       'status',
       'help',
+      'agent',
       'schedules',
       'unschedule',
     ]);

@@ -162,7 +162,16 @@ describe('slash command registration', () => {
       expect(await registerCommands(rest, fake.ids.app, undefined)).toBe('updated');
       expect(await registerCommands(rest, fake.ids.app, undefined)).toBe('unchanged');
       expect(fake.calls('PUT', /commands$/)).toHaveLength(1);
-      expect(fake.commands.global.map((c: { name: string }) => c.name).sort()).toEqual(['ask', 'help', 'reset', 'schedules', 'status', 'stop', 'unschedule']);
+      expect(fake.commands.global.map((c: { name: string }) => c.name).sort()).toEqual([
+        'agent',
+        'ask',
+        'help',
+        'reset',
+        'schedules',
+        'status',
+        'stop',
+        'unschedule',
+      ]);
       const ask = fake.commands.global.find((c: { name: string }) => c.name === 'ask');
       expect(ask.options).toEqual([{ type: 3, name: 'prompt', description: 'What you want done or answered', required: true, max_length: 4000 }]);
 
