@@ -1,4 +1,5 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PipelineHarness } from '../helpers/pipeline.js';
@@ -155,6 +156,36 @@ describe('terminal channel: npm run chat through gateway → queue → worker �
     expect(last).toMatchObject({ state: 'failed', reason: 'incomplete_turn' });
     const kinds = (await h.events('inc')).flatMap((e) => (e.type === 'post' ? [e.kind] : e.type === 'ended' ? [e.outcome.state] : []));
     expect(kinds).toEqual(['notice', 'failed']);
+  }, 60_000);
+
+  it("AGENTS_CONFIG: /agent names the terminal's agent, and its turn runs with that agent's prompt and model", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sb-chat-agents-'));
+    try {
+      const file = join(dir, 'agents.yaml');
+      await writeFile(
+        file,
+        'agents:\n  - name: helper\n    prompt: You are the terminal helper.\n    model: {model: helper-model}\n    tools: {allow: [read_file]}\n  - name: default\nbindings:\n  - {platform: terminal, agent: helper}\n',
+      );
+      h = await PipelineHarness.start('chat-agents', { env: { AGENTS_CONFIG: file } });
+      await h.addWorkers(1);
+      const agent = await chat(h, ['--no-worker', '--session', 'ag', '/agent']);
+      expect(agent.code).toBe(0);
+      expect(agent.stdout.split('\n').slice(0, 3)).toEqual([
+        'Agent here: helper (what the bindings give this conversation).',
+        'Model: helper-model.',
+        'Tools: read_file.',
+      ]);
+      h.fake.setHandler(() => ({ content: 'hello from the helper' }));
+      const turn = await chat(h, ['--no-worker', '--session', 'ag', 'hi']);
+      expect(turn.stdout).toContain('hello from the helper');
+      const req = h.fake.requests.at(-1)!;
+      expect([req.body.model, (req.body.messages as ChatMessage[])[0]!.content]).toEqual(['helper-model', 'You are the terminal helper.']);
+      expect(((req.body.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['read_file']);
+      const after = await chat(h, ['--no-worker', '--session', 'ag', '/agent']);
+      expect(after.stdout.split('\n')[0]).toBe("Agent here: helper (this conversation's agent since it started; /reset picks again).");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it('/reset starts a fresh conversation; unknown commands get a clear error and enqueue nothing', async () => {

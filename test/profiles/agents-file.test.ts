@@ -157,3 +157,23 @@ bindings:
     expect(roster.problems({ ENG_MODEL_KEY: 'k' }, ['docs'])).toEqual(['agent "support": mcpServers: MCP_CONFIG has no server "tickets" (it has docs)']);
   });
 });
+
+describe('the worked example (examples/agents)', () => {
+  it('loads, has no ties, and its skills are well formed', async () => {
+    const { SkillShelf } = await import('../../src/profiles/skills.js');
+    const { createLogger } = await import('../../src/log.js');
+    const roster = AgentRoster.load(join(import.meta.dirname, '../../examples/agents/agents.yaml'));
+    expect(roster.profiles.map((p) => p.name)).toEqual(['support', 'eng', 'assistant', 'default']);
+    const names: string[] = [];
+    for (const p of roster.profiles) {
+      if (p.skillFolders.length === 0) continue;
+      const shelf = await SkillShelf.open(p.skillFolders, { promptTokens: 1_500, log: createLogger('silent'), label: p.name });
+      names.push(...(await shelf.current()).map((s) => s.name));
+    }
+    expect(names).toEqual(['refund', 'release-notes']);
+    expect(roster.decide({ platform: 'telegram', conversation: '5', sender: { id: '5' }, where: { kind: 'dm' } })).toBe('assistant');
+    expect(roster.decide({ platform: 'slack', conversation: 'C0123SUPPORT', sender: { id: 'U0BOSS' }, where: { kind: 'group', ids: ['C0123SUPPORT'] } })).toBe(
+      'eng',
+    );
+  });
+});

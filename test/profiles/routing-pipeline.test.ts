@@ -162,7 +162,14 @@ describe('AGENTS_CONFIG routing across Telegram, Slack and Discord (one stack, t
     const turn = await requestsSince(stack, before, 2);
     expect(turn).toHaveLength(2);
     for (const req of turn) expect(agentSeen(req)).toEqual(SUPPORT_SEEN);
-    expect(await stack.redis.get(stack.keys.agentOf(sessionKeyOf({ platform: 'slack', conversation: SUPPORT_CHANNEL, thread: ts })))).toBe('support');
+    const session = sessionKeyOf({ platform: 'slack', conversation: SUPPORT_CHANNEL, thread: ts });
+    expect(await stack.redis.get(stack.keys.agentOf(session))).toBe('support');
+    // The job, its result, the run record and the metrics carry the agent's name.
+    const job = await waitFor('the completed job', async () =>
+      (await stack.queue.getJobs(['completed'])).find((j) => j.data.session === session && j.returnvalue?.state === 'completed'),
+    );
+    expect([job.data.agent, job.returnvalue.agent]).toEqual(['support', 'support']);
+    expect(await stack.metrics.registry.getSingleMetricAsString('switchboard_runs_total')).toMatch(/state="completed",reason="none",agent="support"} 1/);
 
     // /agent in that thread names the recorded agent and what it has.
     await postEvent(stack.baseUrl, eventCallback(appMention(SUPPORT_CHANNEL, nextTs(), '/agent', { thread_ts: ts })));
