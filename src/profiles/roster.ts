@@ -3,6 +3,7 @@ import { ConfigError } from '../lib/config-error.js';
 import { decideAgent, findTies, normaliseBinding, placeOf, type Binding } from './bindings.js';
 import { loadAgentsFile } from './file.js';
 import { ToolPolicy } from '../tools/policy.js';
+import { LOAD_SKILL } from './skill-tool.js';
 
 /** Where an agent's files live: per conversation (today's), per channel, per person, or one named folder. */
 export type WorkspaceScope = 'session' | 'channel' | 'user' | `shared:${string}`;
@@ -24,12 +25,17 @@ export interface AgentProfile {
   limits: { maxSteps?: number; historyTokens?: number; contextTokens?: number };
 }
 
-/** An agent's tool policy: TOOLS_DENY / TOOLS_APPROVE (and `approve` for run_command under TOOLS_EXEC=approve) with the agent's lists added. */
-export function toolPolicyOf(profile: Pick<AgentProfile, 'tools'>, global: { deny: readonly string[]; approve: readonly string[] }): ToolPolicy {
+/**
+ * An agent's tool policy: TOOLS_DENY / TOOLS_APPROVE (and `approve` for run_command under
+ * TOOLS_EXEC=approve) with the agent's lists added. An agent with skills may always load them:
+ * its `allow` list need not name load_skill (a `deny` still takes it away).
+ */
+export function toolPolicyOf(profile: Pick<AgentProfile, 'tools' | 'skillFolders'>, global: { deny: readonly string[]; approve: readonly string[] }): ToolPolicy {
+  const { allow } = profile.tools;
   return new ToolPolicy({
     deny: [...global.deny, ...profile.tools.deny],
     approve: [...global.approve, ...profile.tools.approve],
-    ...(profile.tools.allow && { allow: profile.tools.allow }),
+    ...(allow && { allow: profile.skillFolders.length > 0 ? [...allow, LOAD_SKILL] : allow }),
   });
 }
 

@@ -12,10 +12,12 @@ const schema = z.object({
   name: z.string().describe('Skill name'),
 });
 
+export const LOAD_SKILL = 'load_skill';
+
 /** Reads one skill: its SKILL.md instructions and where its other files are, for read_file and run_command. */
 export function createLoadSkillTool(shelf: SkillShelf, options: { sandboxed: boolean }): Tool<typeof schema> {
   return {
-    name: 'load_skill',
+    name: LOAD_SKILL,
     readOnly: true,
     description: "Read a skill's instructions and list its files.",
     schema,

@@ -81,10 +81,16 @@ export class AgentRuntimes {
   }
 }
 
-/** The agent's system prompt with its skills as they are now (the listing is the operator's text, so it may sit there). */
-export async function systemPromptOf(agent: AgentRuntime): Promise<{ system: string; skills: readonly Skill[] }> {
-  const prompt = agent.profile.prompt ?? DEFAULT_SYSTEM_PROMPT;
-  const skills = agent.skills ? await agent.skills.current() : [];
-  const listing = skillListing(skills);
-  return { system: listing === '' ? prompt : `${prompt}\n\n${listing}`, skills };
+/** The agent's prompt and its skills as they are now. */
+export async function promptOf(agent: AgentRuntime): Promise<{ prompt: string; skills: readonly Skill[] }> {
+  return { prompt: agent.profile.prompt ?? DEFAULT_SYSTEM_PROMPT, skills: agent.skills ? await agent.skills.current() : [] };
+}
+
+/**
+ * The system message: the prompt, and the skills listing when load_skill is offered (the listing
+ * is the operator's text, so it may sit there; a platform whose policy denies load_skill gets none).
+ */
+export function systemMessage(prompt: { prompt: string; skills: readonly Skill[] }, offersSkills: boolean): string {
+  const listing = offersSkills ? skillListing(prompt.skills) : '';
+  return listing === '' ? prompt.prompt : `${prompt.prompt}\n\n${listing}`;
 }

@@ -20,7 +20,8 @@ import { turnTools } from './turn-tools.js';
 import { allowanceFor } from './token-allowance.js';
 import { AnswerStream, canStream, type StreamedAnswer } from './delivery/answer-stream.js';
 import { anySignal } from '../lib/abort.js';
-import { systemPromptOf, type AgentRuntime } from './agent-runtime.js';
+import { promptOf, systemMessage, type AgentRuntime } from './agent-runtime.js';
+import { LOAD_SKILL } from '../profiles/skill-tool.js';
 import { workspaceScope } from '../profiles/scope.js';
 import { skillMounts } from '../profiles/skills.js';
 
@@ -73,7 +74,7 @@ export async function executeTurn(
     if ((await resolveApprovals(ctx, journal, out, to)) === 'cancelled') controls.controller.abort('cancelled');
     progress.start();
     const budget = allowanceFor(ctx, to);
-    const [history, prompt] = await Promise.all([historyForTurn(ctx, storedHistory, agent, signal, budget), systemPromptOf(agent)]);
+    const [history, prompt] = await Promise.all([historyForTurn(ctx, storedHistory, agent, signal, budget), promptOf(agent)]);
     const workspace = Workspace.forScope(deps.input.workspaceRoot, workspaceScope(agent.profile, session, to), { readOnly: skillMounts(prompt.skills) });
     const messages = turn.taken.map((c) => c.message);
     const input = await turnInput(ctx, journal, workspace, out, messages, signal);
@@ -84,7 +85,7 @@ export async function executeTurn(
       tools,
       needsApproval: (name) => agent.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
-      system: prompt.system,
+      system: systemMessage(prompt, tools.some((t) => t.name === LOAD_SKILL)),
       history: history.summary ? [summaryMessage(history.summary), ...history.messages] : history.messages,
       input,
       ...(budget && { budget }),

@@ -73,6 +73,26 @@ describe('start-up of the real entry point', () => {
     }
   });
 
+  it.each([['worker'], ['gateway']])('%s: an AGENTS_CONFIG with two equally specific bindings refuses to start with one line naming both', async (role) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sb-agents-tie-'));
+    try {
+      const file = join(dir, 'agents.yaml');
+      await writeFile(
+        file,
+        'agents: [{name: a}, {name: b}, {name: default}]\nbindings:\n  - {platform: slack, channel: C1, agent: a}\n  - {platform: slack, user: U1, agent: b}\n',
+      );
+      const r = await run([role], { REDIS_URL, QUEUE_PREFIX: uniquePrefix('startup-agents'), OPENAI_API_KEY: 'x', AGENTS_CONFIG: file });
+      expect(r.code).toBe(1);
+      expect(r.lines).toEqual([
+        expect.stringMatching(
+          /^config: AGENTS_CONFIG \(.*agents\.yaml\): bindings\[0\] \(agent "a"\) and bindings\[1\] \(agent "b"\) are equally specific and both match a message with platform slack, channel C1, user U1/,
+        ),
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a worker without OPENAI_API_KEY or OPENAI_BASE_URL exits 1 naming OPENAI_API_KEY', async () => {
     const prefix = uniquePrefix('startup');
     const redis = testRedis();
