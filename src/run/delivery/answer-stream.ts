@@ -44,6 +44,8 @@ export class AnswerStream {
   private lastWriteAt = -Infinity;
   private failures = 0;
   private stopped = false;
+  /** Steps whose messages were settled as interim (once each: a write in flight and the step's end may both try). */
+  private readonly settled = new Set<number>();
 
   constructor(
     /** Has `streamAnswer` and `finishStream` (see canStream). */
@@ -110,14 +112,18 @@ export class AnswerStream {
     this.interim = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.chain = this.chain.then(async () => {
-      try {
-        await this.record({ step, shown, interim: true });
-        await this.out.finishStream!(this.to, shown, text.trim() || shown.texts.join(''));
-      } catch (err) {
-        this.log.warn({ err, step }, 'could not settle a streamed message');
-      }
-    });
+    this.chain = this.chain.then(() => this.settle(step, shown, text));
+  }
+
+  private async settle(step: number, shown: StreamShown, text: string): Promise<void> {
+    if (this.settled.has(step)) return;
+    this.settled.add(step);
+    try {
+      await this.record({ step, shown, interim: true });
+      await this.out.finishStream!(this.to, shown, text.trim() || shown.texts.join(''));
+    } catch (err) {
+      this.log.warn({ err, step }, 'could not settle a streamed message');
+    }
   }
 
   private schedule(): void {
@@ -136,8 +142,12 @@ export class AnswerStream {
     const text = this.latest;
     if (text === this.written) return;
     const before = this.shown;
+    const step = this.step;
     try {
       const shown = await this.out.streamAnswer!(this.to, text, before);
+      // The step ended while its write was out (a slow platform, a 429): the messages are that
+      // step's, settled as interim — never taken over by the step that began meanwhile.
+      if (this.step !== step) return void (await this.settle(step, shown, text));
       const moved = shown.ids.length !== before.ids.length || shown.ids.some((id, i) => id !== before.ids[i]);
       // A message posted is journaled before anything else is written, as the status message is.
       if (moved) await this.record({ step: this.step, shown });
