@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundAdapter, StreamShown } from '../../src/channels/types.js';
-import { AnswerStream, type StreamEntry } from '../../src/run/delivery/answer-stream.js';
+import { AnswerStream } from '../../src/run/delivery/answer-stream.js';
+import type { StreamEntry } from '../../src/session/journal.js';
 import { createLogger } from '../../src/log.js';
 
 const to = { v: 1, id: 'm', platform: 'x', conversation: 'c', sender: { id: 'u' }, text: '', attachments: [], eventId: 'e', receivedAt: 0 } as InboundMessage;
