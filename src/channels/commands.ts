@@ -5,6 +5,8 @@ export const COMMANDS = {
   stop: 'cancel the run that is working now',
   status: 'is a run active, what is queued, how the last run ended',
   agent: 'which agent answers here: its model, tools, skills and MCP servers',
+  memory: 'what I remember about you (shown only to you)',
+  forget: 'forget something I remember about you: /forget <number> or /forget all',
   schedules: 'list the scheduled tasks of this conversation',
   unschedule: 'remove a scheduled task: /unschedule <id>',
 } as const;

@@ -59,6 +59,8 @@ export interface InboundMessage {
   scheduled?: ScheduledMark;
   /** Platform details the outbound half needs to reply (e.g. an interaction token). */
   meta?: Record<string, string>;
+  /** An answer at once (a command's) reaches only the sender here, in a group too: Slack's /ask (ephemeral), a Discord slash command. */
+  privateReply?: true;
 }
 
 export interface ScheduledMark {
@@ -73,10 +75,12 @@ export interface ScheduledMark {
 export interface ApprovalCard {
   /** The approval's id: what the buttons carry back. */
   id: string;
+  /** `memory`: "Remember this?" with Keep / Discard, for a memory written in a turn that read tool results (no run waits for it). */
+  kind?: 'memory';
   tool: string;
-  /** The call's arguments exactly as the model sent them (JSON). */
+  /** The call's arguments exactly as the model sent them (JSON); a memory card's is `{"text": …}`. */
   args: string;
-  /** Who asked (the sender of the message that started the run). */
+  /** Who asked (the sender of the message that started the run); a memory card's: whose memory it is. */
   requester: string;
   expiresAt: number;
 }
@@ -217,6 +221,8 @@ export interface ChannelIntake {
 /** What a channel reads of an approval record (queue/approvals.ts `ApprovalRecord` has these and more). */
 export interface ApprovalRecordView {
   id: string;
+  /** `memory`: a memory card, decided by its requester alone and settled by the gateway (no run resumes for it). */
+  kind?: 'memory';
   tool: string;
   args: string;
   requester: string;
@@ -226,6 +232,8 @@ export interface ApprovalRecordView {
   /** Who decided (a display name or id), and when. */
   by?: string;
   at?: number;
+  /** The card's message id, once it was posted and recorded (a memory card's: what the gateway edits). */
+  messageId?: string;
 }
 
 /** A click's result; queue/approvals.ts `DecideResult` is this with its full record. */

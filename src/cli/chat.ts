@@ -15,6 +15,9 @@ import { Intake } from '../intake/intake.js';
 import { AgentCommand } from '../intake/agent-command.js';
 import { AgentRoster } from '../profiles/roster.js';
 import { agentFacts } from '../roles/agent-facts.js';
+import { MemoryCommand } from '../intake/memory-command.js';
+import { Identities } from '../memory/identity.js';
+import { memoryStoreOf } from '../roles/memory-store.js';
 import { startWorkerRole, type Role } from '../roles/worker.js';
 import { ApprovalDesk } from '../approvals/desk.js';
 import { countWorkers } from '../queue/worker-heartbeat.js';
@@ -95,7 +98,11 @@ ${USAGE}
       new Producer(connection, queue, keys, roster.configured ? (m) => roster.decide(m) : undefined),
       new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)),
       log,
-      { schedules, agents: new AgentCommand(connection, keys, agentFacts(config, roster, log)) },
+      {
+        schedules,
+        agents: new AgentCommand(connection, keys, agentFacts(config, roster, log)),
+        memory: new MemoryCommand(connection, keys, memoryStoreOf(config, connection, keys), new Identities(connection, keys), roster, config.memory.mode),
+      },
     ),
     config.queue.prefix,
     values.session,

@@ -202,6 +202,14 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
     meaning: "the most one agent's skills list (each skill's name and description) may cost in the request; a config over it is refused at start",
     default: '`1500`',
   },
+  MEMORY: {
+    meaning:
+      "what the assistant remembers ([Memory](#memory)): `person` (each person's own, never shown in anyone else's turn), `person+channel` (also a memory everyone in a channel shares), `off`; an agent's `memory:` overrides it",
+    default: '`person`',
+  },
+  MEMORY_MAX_ENTRIES: { meaning: 'entries kept per person (per agent); over it the least recently used go', default: '`500`' },
+  MEMORY_PROMPT_TOKENS: { meaning: "the most a turn's prompt carries of the asker's memory (the most relevant entries first)", default: '`400`' },
+  MEMORY_RETENTION_DAYS: { meaning: 'entries unused this many days are dropped', default: 'kept until forgotten' },
   DM_POLICY: {
     meaning:
       'who may DM the bot on every platform ([Access and limits](#access-and-limits)): `pairing` (an unknown sender gets a code for the operator), `allowlist`, `open`, `disabled`',

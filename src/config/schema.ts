@@ -134,6 +134,15 @@ export const envSchema = z
     MCP_CONFIG: optionalText('the path of a JSON file in the mcpServers format'),
     AGENTS_CONFIG: optionalText('the path of a YAML or JSON file of agents and bindings'),
     SKILLS_PROMPT_TOKENS: int(0, 100_000, 1_500),
+    MEMORY: z.enum(['person', 'person+channel', 'off'], { error: 'must be person, person+channel or off' }).default('person'),
+    MEMORY_MAX_ENTRIES: int(1, 100_000, 500),
+    MEMORY_PROMPT_TOKENS: int(0, 100_000, 400),
+    MEMORY_RETENTION_DAYS: z
+      .string()
+      .trim()
+      .regex(/^[1-9]\d*$/, 'must be a whole number of days above 0 (unset: kept until forgotten)')
+      .transform(Number)
+      .optional(),
 
     ATTACHMENT_MAX_BYTES: int(0, 2_000_000_000, 20_000_000),
 

@@ -32,6 +32,9 @@ import type { PairingAdmin } from '../access/pairing-admin.js';
 import { boardApiGuard } from './query-guard.js';
 import { schedulesRouter } from './schedules-api.js';
 import type { ScheduleBook } from '../schedules/schedule-book.js';
+import type { MemoryAdmin } from '../memory/admin.js';
+import { identitiesRouter, memoryRouter } from './memory-api.js';
+import { mountMemoryPage } from './memory-page.js';
 
 export interface AdminDeps {
   token: string | undefined;
@@ -46,6 +49,8 @@ export interface AdminDeps {
   metrics: Metrics;
   pairing: PairingAdmin;
   schedules: ScheduleBook;
+  /** People's memory and linked identities (/admin/api/memory, /admin/api/identities, /admin/memory). */
+  memory?: MemoryAdmin;
   log: Logger;
 }
 
@@ -146,6 +151,11 @@ export function mountAdmin(app: Express, deps: AdminDeps): void {
   });
   api.use('/pairing', pairingRouter(deps.pairing, writable));
   api.use('/schedules', schedulesRouter(deps.schedules, writable, deps.log));
+  if (deps.memory) {
+    api.use('/memory', memoryRouter(deps.memory, writable, deps.log));
+    api.use('/identities', identitiesRouter(deps.memory, writable, deps.log));
+    mountMemoryPage(app, deps.memory, guard, deps.readonly, deps.log);
+  }
   app.use('/admin/api', ...guard, api);
 
   mountMetrics(app, deps.metrics, deps.metricsPublic ? [] : guard);

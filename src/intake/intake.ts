@@ -11,6 +11,7 @@ import type { ChannelIntake, InboundMessage, IntakeResult } from '../channels/ty
 import type { ScheduleBook } from '../schedules/schedule-book.js';
 import { scheduleList } from '../schedules/describe.js';
 import type { AgentCommand } from './agent-command.js';
+import type { MemoryCommand } from './memory-command.js';
 
 export interface IntakeOptions {
   /** Access control and the per-user rate limit; absent: everyone may talk (the terminal chat). */
@@ -23,6 +24,8 @@ export interface IntakeOptions {
   schedules?: { book: ScheduleBook; approvers: readonly string[] };
   /** /agent's answer (absent: the command says agents are not described here). */
   agents?: AgentCommand;
+  /** /memory and /forget (absent: memory is not available here). */
+  memory?: MemoryCommand;
   metrics?: Metrics;
 }
 
@@ -83,6 +86,12 @@ export class Intake implements ChannelIntake {
         return this.scheduleCommand(name, session, message, args);
       case 'help':
         return { reply: helpText(), ok: true };
+      case 'memory':
+        return this.options.memory
+          ? { reply: await this.options.memory.memory(session, message), ok: true }
+          : { reply: 'Memory is not available here.', ok: false };
+      case 'forget':
+        return this.options.memory ? this.options.memory.forget(session, message, args) : { reply: 'Memory is not available here.', ok: false };
       case 'agent':
         return this.options.agents
           ? { reply: await this.options.agents.reply(session, message), ok: true }

@@ -45,6 +45,7 @@ const agentSchema = z
       .string()
       .refine((v) => ['session', 'channel', 'user'].includes(v) || SHARED_SCOPE.test(v), 'must be session, channel, user or shared:<name>')
       .default('session'),
+    memory: z.enum(['person', 'person+channel', 'off'], { error: 'must be person, person+channel or off' }).optional(),
     limits: z
       .object({ maxSteps: whole(1, 500).optional(), historyTokens: whole(0, 1_000_000).optional(), contextTokens: whole(1_000, 2_000_000).optional() })
       .strict()

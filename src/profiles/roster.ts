@@ -22,6 +22,8 @@ export interface AgentProfile {
   /** Absolute folders holding one folder per skill. */
   skillFolders: string[];
   workspace: WorkspaceScope;
+  /** Overrides MEMORY for this agent. */
+  memory?: 'person' | 'person+channel' | 'off';
   limits: { maxSteps?: number; historyTokens?: number; contextTokens?: number };
 }
 
@@ -30,7 +32,10 @@ export interface AgentProfile {
  * TOOLS_EXEC=approve) with the agent's lists added. An agent with skills may always load them:
  * its `allow` list need not name load_skill (a `deny` still takes it away).
  */
-export function toolPolicyOf(profile: Pick<AgentProfile, 'tools' | 'skillFolders'>, global: { deny: readonly string[]; approve: readonly string[] }): ToolPolicy {
+export function toolPolicyOf(
+  profile: Pick<AgentProfile, 'tools' | 'skillFolders'>,
+  global: { deny: readonly string[]; approve: readonly string[] },
+): ToolPolicy {
   const { allow } = profile.tools;
   return new ToolPolicy({
     deny: [...global.deny, ...profile.tools.deny],
@@ -85,6 +90,7 @@ export class AgentRoster {
         ...(a.mcpServers && { mcpServers: a.mcpServers }),
         skillFolders: skillFolders.get(a.name) ?? [],
         workspace: a.workspace as WorkspaceScope,
+        ...(a.memory && { memory: a.memory }),
         limits: {
           ...(a.limits?.maxSteps !== undefined && { maxSteps: a.limits.maxSteps }),
           ...(a.limits?.historyTokens !== undefined && { historyTokens: a.limits.historyTokens }),

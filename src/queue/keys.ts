@@ -136,6 +136,25 @@ export class RedisKeys {
     return `${this.prefix}:access:notice:${platform}:${userId}`;
   }
 
+  // ── Memory ──
+
+  /** One owner's memory in one agent's namespace (a hash: entry id → JSON entry); `owner` is a person or a channel. */
+  memory(agent: string, owner: string): string {
+    return `${this.prefix}:mem:${encodeURIComponent(agent)}:${encodeURIComponent(owner)}`;
+  }
+  /** When each entry of that memory was last used (a hash: entry id → ms): eviction and retention go by it. */
+  memoryUsed(agent: string, owner: string): string {
+    return `${this.memory(agent, owner)}:used`;
+  }
+  /** The person an identity was linked to by the operator (`platform:userId` → person id). */
+  identity(platformUser: string): string {
+    return `${this.prefix}:identity:${platformUser}`;
+  }
+  /** The agents' namespaces that hold memory of an owner (a set), so one person's memory can be listed or deleted everywhere. */
+  memoryNamespaces(owner: string): string {
+    return `${this.prefix}:mem-ns:${encodeURIComponent(owner)}`;
+  }
+
   // ── Schedules ──
 
   /** One schedule (a hash: the definition as JSON and the counters). */

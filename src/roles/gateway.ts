@@ -11,6 +11,10 @@ import { Producer } from '../queue/producer.js';
 import { AgentRoster } from '../profiles/roster.js';
 import { AgentCommand } from '../intake/agent-command.js';
 import { agentFacts } from './agent-facts.js';
+import { MemoryCommand } from '../intake/memory-command.js';
+import { Identities } from '../memory/identity.js';
+import { MemoryAdmin } from '../memory/admin.js';
+import { memoryStoreOf } from './memory-store.js';
 import { createRunQueue } from '../queue/run-queue.js';
 import type { Role } from './worker.js';
 import { Metrics } from '../metrics/metrics.js';
@@ -50,8 +54,9 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
   const keys = new SessionKeys(config.queue.prefix, config.queue.name);
   const queue = createRunQueue(config.queue, redis, log);
   const roster = AgentRoster.load(config.agents.configPath);
+  const memoryStore = memoryStoreOf(config, redis, keys);
   const producer = new Producer(redis, queue, keys, roster.configured ? (message) => roster.decide(message) : undefined);
-  const approvals = new ApprovalDesk(redis, keys, queue, config.approvals);
+  const approvals = new ApprovalDesk(redis, keys, queue, config.approvals, { memory: memoryStore });
   const control = new SessionControl(redis, keys, approvals);
   const pairing = new PairingStore(redis, config.queue.prefix);
   const rate = config.limits.userRatePerMinute > 0 ? new UserRateLimit(redis, config.queue.prefix, config.limits.userRatePerMinute) : undefined;
@@ -69,6 +74,7 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
     queueMax: config.limits.sessionQueueMax,
     schedules: { book: schedules, approvers: config.approvals.approvers },
     agents: new AgentCommand(redis, keys, agentFacts(config, roster, log)),
+    memory: new MemoryCommand(redis, keys, memoryStore, new Identities(redis, keys), roster, config.memory.mode),
     metrics,
   });
   warnOpenDoors(config, log);
@@ -97,6 +103,7 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
     metrics,
     pairing: new PairingAdmin(pairing, outboundNotify(config, redis, log), log.child({ part: 'pairing' })),
     schedules,
+    memory: new MemoryAdmin(memoryStore, new Identities(redis, keys)),
     log,
   });
   for (const entry of CHANNELS) {

@@ -14,6 +14,9 @@ import { RunStore } from '../run/record.js';
 import { ApprovalDesk } from '../approvals/desk.js';
 import { AgentRoster, type AgentProfile } from '../profiles/roster.js';
 import { AgentRuntimes } from '../run/agent-runtime.js';
+import { memoryStoreOf } from './memory-store.js';
+import { postMemoryCard } from '../approvals/memory-card.js';
+import { Identities } from '../memory/identity.js';
 import { checkExecRuntime, type ExecOptions } from '../tools/index.js';
 import { ConfigError } from '../lib/config-error.js';
 import { hostname } from 'node:os';
@@ -66,6 +69,8 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     if (!adapter) throw new Error(`no outbound adapter for platform "${platform}" in this worker`);
     return adapter;
   };
+  const memoryStore = memoryStoreOf(config, redis, keys);
+  const approvals = new ApprovalDesk(redis, keys, queue, config.approvals, { memory: memoryStore });
   const firings = createFiringQueue(config.queue.prefix, redis, log);
   const book = new ScheduleBook(redis, config.queue.prefix, firings, config.schedules);
   const runWorker = await startRunWorker(redisUrl, config.queue, {
@@ -79,6 +84,15 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     metrics,
     runs: new RunStore(redis, config.queue.prefix),
     agents,
+    ...(memoryUsed(config, roster) && {
+      memory: {
+        store: memoryStore,
+        identities: new Identities(redis, keys),
+        mode: config.memory.mode,
+        promptTokens: config.memory.promptTokens,
+        askToKeep: async (out, to, entry, who) => void (await postMemoryCard(approvals, out, to, entry, who)),
+      },
+    }),
     agent: {
       runTimeoutMs: config.agent.runTimeoutMs,
       ...(config.limits.userDailyTokens !== undefined && { tokenBudget: new TokenBudget(redis, config.queue.prefix, config.limits.userDailyTokens) }),
@@ -94,7 +108,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
       ...(toolServers && {
         extraTools: (workspace: Workspace, platform: string, servers?: readonly string[]) => toolServers.registry.toolsFor(workspace, platform, servers),
       }),
-      approvals: new ApprovalDesk(redis, keys, queue, config.approvals),
+      approvals,
       approvalTimeoutMs: config.approvals.timeoutMs,
     },
     delivery: {
@@ -162,6 +176,11 @@ async function startAgents(config: Config, roster: AgentRoster, model: ModelClie
     skillsPromptTokens: config.agents.skillsPromptTokens,
     log: log.child({ component: 'skills' }),
   });
+}
+
+/** Memory is on for some agent: MEMORY, or an agent's own `memory:`. */
+function memoryUsed(config: Config, roster: AgentRoster): boolean {
+  return roster.profiles.some((p) => (p.memory ?? config.memory.mode) !== 'off');
 }
 
 /**

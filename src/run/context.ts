@@ -1,7 +1,10 @@
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentRuntimes } from './agent-runtime.js';
-import type { OutboundAdapter } from '../channels/types.js';
+import type { MemoryOwner, MemoryStore } from '../memory/store.js';
+import type { Identities } from '../memory/identity.js';
+import type { MemoryEntry } from '../memory/entry.js';
+import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { TokenBudget } from '../access/token-budget.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -37,6 +40,15 @@ export interface RunDeps {
   runs: RunStore;
   /** The agents (AGENTS_CONFIG, or the one from the environment): each session's prompt, model, limits, tools and skills. */
   agents: AgentRuntimes;
+  /** MEMORY: each person's memory (absent or `off`: none; an agent's `memory:` overrides the mode). */
+  memory?: {
+    store: MemoryStore;
+    identities: Identities;
+    mode: 'person' | 'person+channel' | 'off';
+    promptTokens: number;
+    /** Shows the person a derived entry to Keep or Discard (a card where the platform has buttons; the run does not wait). */
+    askToKeep?: (out: OutboundAdapter, to: InboundMessage, entry: MemoryEntry, who: MemoryOwner) => Promise<void>;
+  };
   /** What every agent's runs share: the time and token budgets. */
   agent: {
     /** USER_DAILY_TOKENS: the requester's model tokens per UTC day (unset: no limit). */

@@ -21,6 +21,7 @@ import { toUserMessage } from './input/user-message.js';
 import { doneSoFar } from '../session/journal-summary.js';
 import { recordScheduledRun } from '../schedules/outcome.js';
 import type { AgentRuntime } from './agent-runtime.js';
+import { withoutRecalledMemory } from '../memory/history.js';
 
 export type { RunDeps } from './context.js';
 
@@ -276,7 +277,8 @@ async function deliverPending(ctx: RunContext, raw: string, journal: string[]): 
 /** What the session's history keeps of a turn: the whole exchange when completed, else the request and a note. */
 function historyEntry(turn: Turn, outcome: RunOutcome): { mode: 'append' | 'reset' | 'keep'; entry: string } {
   if (turn.kind === 'reset') return { mode: 'reset', entry: '' };
-  if (outcome.state === 'completed') return { mode: 'append', entry: JSON.stringify(compactTurn(outcome.transcript, HISTORY_TOOL_RESULT_CHARS)) };
+  if (outcome.state === 'completed')
+    return { mode: 'append', entry: JSON.stringify(compactTurn(withoutRecalledMemory(outcome.transcript), HISTORY_TOOL_RESULT_CHARS)) };
   // The user messages as the model read them (a long one cut, with where it is saved), when it read any.
   const read = outcome.transcript.filter((m) => m.role === 'user');
   const users = (read.length > 0 ? read : turn.taken.map((c) => toUserMessage(c.message))).map(withoutImages);

@@ -23,6 +23,7 @@ import { anySignal } from '../lib/abort.js';
 import { promptOf, systemMessage, type AgentRuntime } from './agent-runtime.js';
 import { LOAD_SKILL } from '../profiles/skill-tool.js';
 import { workspaceScope } from '../profiles/scope.js';
+import { turnMemory } from './turn-memory.js';
 import { skillMounts } from '../profiles/skills.js';
 
 export const RESET_ANSWER = 'Fresh start: I have forgotten this conversation. Files in the workspace are kept.';
@@ -77,16 +78,26 @@ export async function executeTurn(
     const [history, prompt] = await Promise.all([historyForTurn(ctx, storedHistory, agent, signal, budget), promptOf(agent)]);
     const workspace = Workspace.forScope(deps.input.workspaceRoot, workspaceScope(agent.profile, session, to), { readOnly: skillMounts(prompt.skills) });
     const messages = turn.taken.map((c) => c.message);
-    const input = await turnInput(ctx, journal, workspace, out, messages, signal);
-    const tools = turnTools(ctx, workspace, out, to, agent);
-    const events = turnEvents(ctx, tools, timeline, (event) => stream?.onEvent(event) || progress.onEvent(event));
+    const [input, memory] = await Promise.all([
+      turnInput(ctx, journal, workspace, out, messages, signal),
+      turnMemory(ctx, agent, to, messages.map((m) => m.text).join('\n'), history.messages, out),
+    ]);
+    const tools = [...turnTools(ctx, workspace, out, to, agent), ...(memory?.tools.filter((t) => agent.policy.offered(to.platform, t.name)) ?? [])];
+    const events = turnEvents(ctx, tools, timeline, (event) => {
+      memory?.onEvent(event);
+      return stream?.onEvent(event) || progress.onEvent(event);
+    });
     const outcome = await runAgent({
       model: agent.model,
       tools,
       needsApproval: (name) => agent.policy.needsApproval(to.platform, name) || tools.some((t) => t.name === name && t.needsApproval === true),
       ...(to.scheduled && { unattended: 'this is a scheduled run: nobody is there to approve it (TOOLS_EXEC=on lets run_command run in scheduled runs)' }),
-      system: systemMessage(prompt, tools.some((t) => t.name === LOAD_SKILL)),
-      history: history.summary ? [summaryMessage(history.summary), ...history.messages] : history.messages,
+      system: systemMessage(
+        prompt,
+        tools.some((t) => t.name === LOAD_SKILL),
+      ),
+      // The memory block sits after the history: never stored with the turn, so nobody else's turn carries it.
+      history: [...(history.summary ? [summaryMessage(history.summary)] : []), ...history.messages, ...(memory?.message ? [memory.message] : [])],
       input,
       ...(budget && { budget }),
       limits: agent.limits,

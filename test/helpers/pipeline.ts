@@ -66,6 +66,8 @@ export class PipelineHarness {
       AGENT_MODEL: 'fake-model',
       WORKSPACE_ROOT: workspaceRoot,
       STATUS_AFTER_MS: '0',
+      // Memory adds three tools to every request; the tests that are about it (test/memory) turn it on.
+      MEMORY: 'off',
       ...options.env,
     };
     const h = new PipelineHarness(prefix, fake, workspaceRoot, env);

@@ -19,6 +19,8 @@ export function productEnv(o: { prefix: string; modelUrl: string; root: string }
     LOG_LEVEL: 'info',
     // The scripted model answers in milliseconds: the status message the tests look at is posted at its first line.
     STATUS_AFTER_MS: '0',
+    // Memory adds three tools to every request; the tests that are about it (test/memory) turn it on.
+    MEMORY: 'off',
     ...extra,
   };
 }

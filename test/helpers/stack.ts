@@ -59,6 +59,8 @@ export async function startStack(name: string, env: Record<string, string>, opti
       STALLED_INTERVAL_MS: '5000',
       // The scripted model answers in milliseconds: the status message the tests look at is posted at its first line.
       STATUS_AFTER_MS: '0',
+      // Memory adds three tools to every request; the tests that are about it (test/memory) turn it on.
+      MEMORY: 'off',
       // Pipeline tests talk as strangers; access control has its own tests (test/access).
       DM_POLICY: 'open',
       // /readyz details need a credential (readyz() below sends it).

@@ -1,5 +1,5 @@
 import type { ApprovalCard, ApprovalOutcome, InboundMessage } from '../types.js';
-import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
+import { buttonLabels, cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { clip, cutAt } from '../../lib/text.js';
 import { approvalCustomId } from './approval-data.js';
 import { DiscordApiError } from './errors.js';
@@ -59,20 +59,20 @@ export function cardText(card: ApprovalCard): string {
 /** The decided card: the same text and the decision, in bold. */
 export function decidedText(card: ApprovalCard, outcome: ApprovalOutcome): string {
   // Clipped before escaping: escaped, it still fits the room kept for it.
-  const line = decisionLine(outcome);
+  const line = decisionLine(outcome, card);
   const room = Math.floor((DECISION_ROOM - 8) / 2);
   const shown = clip(line, room);
   return `${cardText(card)}\n\n**${escapeMarkdown(shown)}**`;
 }
 
-/** One action row: Approve (green) and Deny (red), each carrying the approval id and its decision. */
-export function cardButtons(approvalId: string): ActionRow[] {
+/** One action row: Approve (green) and Deny (red) — Keep and Discard on a memory card — each carrying the approval id and its decision. */
+export function cardButtons(approvalId: string, labels = buttonLabels({})): ActionRow[] {
   return [
     {
       type: ACTION_ROW,
       components: [
-        { type: BUTTON, style: SUCCESS, label: 'Approve', custom_id: approvalCustomId(approvalId, 'approved') },
-        { type: BUTTON, style: DANGER, label: 'Deny', custom_id: approvalCustomId(approvalId, 'denied') },
+        { type: BUTTON, style: SUCCESS, label: labels.approve, custom_id: approvalCustomId(approvalId, 'approved') },
+        { type: BUTTON, style: DANGER, label: labels.deny, custom_id: approvalCustomId(approvalId, 'denied') },
       ],
     },
   ];
@@ -88,7 +88,7 @@ export function cardButtons(approvalId: string): ActionRow[] {
 export async function postCard(w: DiscordWriter, to: InboundMessage, card: ApprovalCard): Promise<string> {
   const body: Record<string, unknown> = {
     content: cardText(card),
-    components: cardButtons(card.id),
+    components: cardButtons(card.id, buttonLabels(card)),
     allowed_mentions: NO_PINGS,
     nonce: cardNonce(card.id),
     enforce_nonce: true,

@@ -65,6 +65,8 @@ export class DiscordHandlers {
         case 'status':
         case 'help':
         case 'agent':
+        case 'memory':
+        case 'forget':
         case 'schedules':
         case 'unschedule': {
           const result = await intake.accept(normaliseCommand(view, Date.now()), botName);
@@ -87,8 +89,9 @@ export class DiscordHandlers {
    * An Approve / Deny press on an approval card, answered within Discord's 3 seconds (deciding
    * is a few Redis calls). Decided: the card is updated in place (UPDATE_MESSAGE) to the decided
    * text without buttons — the same text the resumed run's approvalDecided sets, so the two edits
-   * agree whichever lands last. Anyone else, a second press or a stale card: only the presser is
-   * told why (an ephemeral reply), and nothing changes.
+   * agree whichever lands last (a memory card's Keep / Discard: this update is its only edit, no
+   * run resumes). Anyone else, a second press or a stale card: only the presser is told why (an
+   * ephemeral reply), and nothing changes.
    */
   async onButton(interaction: ButtonInteraction): Promise<void> {
     const { log, approvals } = this.deps;

@@ -129,6 +129,7 @@ export function normaliseCommand(view: CommandView, now: number): InboundMessage
     attachments: [],
     eventId: view.id,
     receivedAt: now,
+    privateReply: true,
     meta: {
       ...interactionMeta({ id: view.id, token: view.token, applicationId: view.applicationId, userId: view.user.id }),
       ...(view.guildId && { guildId: view.guildId }),

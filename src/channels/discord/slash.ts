@@ -41,6 +41,8 @@ export const SLASH_COMMANDS: readonly SlashCommand[] = [
   command('status', COMMANDS.status),
   command('help', COMMANDS.help),
   command('agent', COMMANDS.agent),
+  command('memory', COMMANDS.memory),
+  command('forget', COMMANDS.forget, [{ type: STRING, name: 'what', description: 'The number /memory shows, or all', required: true, max_length: 32 }]),
   command('schedules', COMMANDS.schedules),
   command('unschedule', COMMANDS.unschedule, [
     { type: STRING, name: 'id', description: 'The schedule id, as /schedules shows it', required: true, max_length: 32 },

@@ -45,7 +45,12 @@ export function commandView(interaction: ChatInputCommandInteraction): CommandVi
   const member = interaction.member;
   const displayName = member && 'displayName' in member ? member.displayName : undefined;
   const prompt = interaction.commandName === 'ask' ? interaction.options.getString('prompt') : null;
-  const id = interaction.commandName === 'unschedule' ? interaction.options.getString('id') : null;
+  const id =
+    interaction.commandName === 'unschedule'
+      ? interaction.options.getString('id')
+      : interaction.commandName === 'forget'
+        ? interaction.options.getString('what')
+        : null;
   return {
     id: interaction.id,
     token: interaction.token,

@@ -1,6 +1,6 @@
 import type { types as SlackTypes } from '@slack/bolt';
 import type { ApprovalCard, ApprovalOutcome, InboundMessage } from '../types.js';
-import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
+import { buttonLabels, cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import { approvalAction } from './approval-data.js';
 import { escapePlain } from './format.js';
 import type { SlackWriter } from './writer.js';
@@ -51,12 +51,12 @@ const context = (text: string): Block => ({ type: 'context', elements: [{ type: 
 
 const button = (card: ApprovalCard, decision: 'approved' | 'denied'): SlackTypes.Button => ({
   type: 'button',
-  text: { type: 'plain_text', text: decision === 'approved' ? 'Approve' : 'Deny' },
+  text: { type: 'plain_text', text: decision === 'approved' ? buttonLabels(card).approve : buttonLabels(card).deny },
   style: decision === 'approved' ? 'primary' : 'danger',
   ...approvalAction(card.id, decision),
 });
 
-/** A waiting card: the question and the call, who asked, and the Approve / Deny buttons. */
+/** A waiting card: the question and the call, who asked, and the Approve / Deny (a memory card: Keep / Discard) buttons. */
 export function cardMessage(card: ApprovalCard): { text: string; blocks: Block[] } {
   const subject = subjectText(card);
   const footer = footerText(card);
@@ -74,7 +74,7 @@ export function cardMessage(card: ApprovalCard): { text: string; blocks: Block[]
 export function decidedMessage(card: ApprovalCard, outcome: ApprovalOutcome): { text: string; blocks: Block[] } {
   const subject = subjectText(card);
   const footer = footerText(card);
-  const decision = escapePlain(decisionLine(outcome));
+  const decision = escapePlain(decisionLine(outcome, card));
   return { text: `${subject}\n${footer}\n${decision}`, blocks: [section(subject), context(footer), section(decision)] };
 }
 

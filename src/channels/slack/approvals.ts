@@ -35,7 +35,8 @@ export function clickerName(user: SlackBlockActions['user']): string {
 /**
  * One click of a card's Approve / Deny button: decided once, by the person who asked or an
  * approver. Anyone else, a second click and a card nobody waits for any more get a private
- * answer; a click that decided gets none (the run shows the decision on the card as it resumes).
+ * answer; a click that decided gets none (the card shows the decision: edited by the resumed run,
+ * or for a memory card by the gateway).
  */
 export async function decideClick(approvals: ChannelApprovals, body: SlackBlockActions, action: SlackButtonAction, homeTeam?: string): Promise<ClickOutcome> {
   const channel = body.channel?.id ?? body.container?.channel_id;

@@ -1,5 +1,6 @@
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
+import { settledMemoryCard } from '../kit/approval-card.js';
 import { replyOf } from '../kit/intake-reply.js';
 import type { ChannelHealth, GatewayContext, InboundMessage } from '../types.js';
 import { apiBase, createWebClient, slackCall } from './api.js';
@@ -205,6 +206,7 @@ export class SlackGateway {
    * An Approve / Deny click, after the ack (Slack wants it within 3 s): decided through the
    * approval desk; a clicker who may not decide, a second click or a card nobody waits for gets a
    * private answer (chat.postEphemeral in the card's thread), posted without holding the request.
+   * A memory card's Keep / Discard (no run resumes for it) is shown on the card from here.
    * A Redis failure throws: the click is not acknowledged over HTTP (500) and Slack shows an error.
    */
   private async onApprovalClick(body: SlackBlockActions, action: SlackButtonAction): Promise<void> {
@@ -212,12 +214,28 @@ export class SlackGateway {
     const outcome = await decideClick(this.ctx.approvals, body, action, this.homeTeam());
     const log = this.ctx.log.child({ channel: outcome.channel, user: body.user.id, action: action.action_id });
     log.info({ value: action.value, result: outcome.result?.kind ?? 'not_ours' }, 'slack approval click');
+    const settled =
+      outcome.result && outcome.channel !== undefined
+        ? settledMemoryCard(
+            outcome.result,
+            { platform: 'slack', conversation: outcome.channel, thread: outcome.thread },
+            body.container?.message_ts ?? body.message?.ts,
+          )
+        : undefined;
+    if (settled)
+      this.detached(this.outbound.approvalDecided(settled.to, settled.messageId, settled.card, settled.outcome), (err) =>
+        log.warn({ err }, 'could not show the decision on a memory card'),
+      );
     if (outcome.answer === undefined) return;
     if (outcome.channel === undefined) return log.warn('approval click without a channel: the clicker cannot be answered');
-    const sent: Promise<void> = this.outbound
-      .ephemeral(outcome.channel, body.user.id, outcome.answer, outcome.thread)
-      .catch((err: unknown) => log.warn({ err }, 'could not answer the approval click'))
-      .finally(() => this.answering.delete(sent));
+    this.detached(this.outbound.ephemeral(outcome.channel, body.user.id, outcome.answer, outcome.thread), (err) =>
+      log.warn({ err }, 'could not answer the approval click'),
+    );
+  }
+
+  /** A write after the click's ack, never holding it; awaited on stop. */
+  private detached(write: Promise<void>, failed: (err: unknown) => void): void {
+    const sent: Promise<void> = write.catch(failed).finally(() => this.answering.delete(sent));
     this.answering.add(sent);
   }
 

@@ -118,13 +118,15 @@ export function toInbound(event: SlackMessageEvent, botUserId: string | undefine
 
 /** What `/ask …` asks for: a question, one of the chat commands by name, or nothing (usage). */
 export type AskRequest = { kind: 'question' } | { kind: 'command'; name: AskCommand; args: string } | { kind: 'usage' };
-type AskCommand = 'help' | 'status' | 'stop' | 'reset' | 'schedules' | 'unschedule' | 'agent';
+type AskCommand = 'help' | 'status' | 'stop' | 'reset' | 'schedules' | 'unschedule' | 'agent' | 'memory' | 'forget';
 
 export function parseAsk(text: string): AskRequest {
   const t = text.trim();
   if (!t) return { kind: 'usage' };
-  const bare = /^\/?(help|status|stop|reset|schedules|agent)$/i.exec(t)?.[1]?.toLowerCase();
+  const bare = /^\/?(help|status|stop|reset|schedules|agent|memory)$/i.exec(t)?.[1]?.toLowerCase();
   if (bare) return { kind: 'command', name: bare as AskCommand, args: '' };
+  const forget = /^\/?forget(?:\s+(\S+))?$/i.exec(t);
+  if (forget) return { kind: 'command', name: 'forget', args: forget[1] ?? '' };
   const unschedule = /^\/?unschedule(?:\s+(\S+))?$/i.exec(t);
   return unschedule ? { kind: 'command', name: 'unschedule', args: unschedule[1] ?? '' } : { kind: 'question' };
 }
@@ -151,5 +153,6 @@ export function askToInbound(payload: SlackCommandPayload, text: string, now: nu
     eventId: key,
     receivedAt: now,
     meta: { via: 'ask', user: payload.user_id, ...(payload.team_id !== undefined && { team: payload.team_id }) },
+    privateReply: true,
   };
 }

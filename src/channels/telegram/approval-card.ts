@@ -1,4 +1,4 @@
-import { cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
+import { buttonLabels, cardFooter, cardSubject, decisionLine } from '../kit/approval-card.js';
 import type { ApprovalCard, ApprovalOutcome, InboundMessage } from '../types.js';
 import { approvalData } from './approval-data.js';
 import { classifyTelegramError } from './errors.js';
@@ -9,6 +9,7 @@ import { placement, type TelegramWriter } from './writer.js';
 /** The card: the exact call in a code block, who asked, and an inline keyboard whose presses the gateway decides. */
 export async function postApprovalCard(w: TelegramWriter, to: InboundMessage, card: ApprovalCard): Promise<string> {
   const chatId = chatIdOf(to);
+  const labels = buttonLabels(card);
   const message = await w.paced(
     chatId,
     'sendMessage',
@@ -18,8 +19,8 @@ export async function postApprovalCard(w: TelegramWriter, to: InboundMessage, ca
         reply_markup: {
           inline_keyboard: [
             [
-              { text: 'Approve', callback_data: approvalData(card.id, 'approved') },
-              { text: 'Deny', callback_data: approvalData(card.id, 'denied') },
+              { text: labels.approve, callback_data: approvalData(card.id, 'approved') },
+              { text: labels.deny, callback_data: approvalData(card.id, 'denied') },
             ],
           ],
         },
@@ -40,7 +41,7 @@ export async function editApprovalDecided(
   outcome: ApprovalOutcome,
 ): Promise<void> {
   const chatId = chatIdOf(to);
-  const text = `${approvalHtml(card)}\n\n${escapeHtml(decisionLine(outcome))}`;
+  const text = `${approvalHtml(card)}\n\n${escapeHtml(decisionLine(outcome, card))}`;
   try {
     await w.paced(chatId, 'editMessageText', () => w.api.editMessageText(chatId, Number(messageId), text, { parse_mode: 'HTML', ...w.previews('card') }), {
       idempotent: true,

@@ -6,7 +6,7 @@ import type { BotCommand, CallbackQuery, Message, Update } from 'grammy/types';
 import { parseApprovalData } from './approval-data.js';
 import { telegramMessageSchema } from './update-schema.js';
 import { malformed } from '../kit/payload.js';
-import { refusalText } from '../kit/approval-card.js';
+import { decidedAnswer, refusalText, settledMemoryCard } from '../kit/approval-card.js';
 import type { Logger } from '../../log.js';
 import { replyOf } from '../kit/intake-reply.js';
 import { COMMANDS } from '../commands.js';
@@ -206,7 +206,8 @@ export class TelegramChannel {
   /**
    * An Approve / Deny press: decided once, by the person who asked or an approver; anyone else,
    * or a second press, is told so privately (the callback answer) and nothing changes. The run
-   * shows the decision on the card when it resumes.
+   * shows the decision on the card when it resumes; a memory card's Keep / Discard (no run
+   * resumes) is shown on it from here, after the answer.
    */
   private async onButton(query: CallbackQuery): Promise<void> {
     const parsed = parseApprovalData(query.data ?? '');
@@ -220,6 +221,14 @@ export class TelegramChannel {
     });
     this.log.info({ approval: parsed.id, decision: parsed.decision, by: query.from.id, result: result.kind }, 'telegram approval button');
     await this.answerButton(query.id, buttonAnswer(result));
+    const chat = query.message?.chat.id;
+    const settled =
+      chat === undefined ? undefined : settledMemoryCard(result, { platform: 'telegram', conversation: String(chat) }, idOf(query.message?.message_id));
+    if (settled)
+      this.detached(
+        this.deps.outbound.approvalDecided(settled.to, settled.messageId, settled.card, settled.outcome),
+        'could not show the decision on a memory card',
+      );
   }
 
   private async answerButton(queryId: string, text: string): Promise<void> {
@@ -230,10 +239,14 @@ export class TelegramChannel {
 
   /** Answers at once, after the update is acknowledged: the reply never delays the hand-over. */
   private reply(to: InboundMessage, text: string): void {
-    const sent: Promise<void> = this.deps.outbound
-      .post(to, text, 'answer')
+    this.detached(this.deps.outbound.post(to, text, 'answer'), 'telegram command reply failed', to.eventId);
+  }
+
+  /** A write that never holds the update (paced, it may wait): awaited on stop, a failure logged. */
+  private detached(write: Promise<unknown>, failure: string, eventId?: string): void {
+    const sent: Promise<void> = write
       .then(() => undefined)
-      .catch((err: unknown) => this.log.warn({ eventId: to.eventId, error: describeTelegramError(err) }, 'telegram command reply failed'))
+      .catch((err: unknown) => this.log.warn({ ...(eventId !== undefined && { eventId }), error: describeTelegramError(err) }, failure))
       .finally(() => this.replies.delete(sent));
     this.replies.add(sent);
   }
@@ -241,6 +254,7 @@ export class TelegramChannel {
 
 /** What the person who pressed a button reads (only they see it). */
 function buttonAnswer(result: ChannelDecideResult): string {
-  if (result.kind !== 'decided') return refusalText(result);
-  return result.record.status === 'approved' ? 'Approved: the run goes on.' : 'Denied: the call will not run.';
+  return result.kind === 'decided' ? decidedAnswer(result.record) : refusalText(result);
 }
+
+const idOf = (messageId: number | undefined) => (messageId === undefined ? undefined : String(messageId));

@@ -69,8 +69,11 @@ export class TerminalClient {
 
   /** Asks the person at the terminal (the requester, so they may decide) and records the answer. */
   private async answerApproval(card: ApprovalCard): Promise<void> {
-    if (!this.approvals) return;
     const { label, code } = cardSubject(card);
+    // A memory card is only shown: the run goes on, so the next line typed is a message, not an answer, and --yes keeps no memory.
+    if (card.kind === 'memory')
+      return this.output.notice(`${label}\n  ${code}\n  (not kept: this turn read tool results; it is not used unless you keep it, see /memory)`);
+    if (!this.approvals) return;
     this.output.notice(`${label}\n  ${code.split('\n').join('\n  ')}`);
     const yes = (await this.output.approve?.(card)) ?? false;
     const result = await this.approvals.decide(card.id, yes ? 'approved' : 'denied', {
@@ -111,7 +114,7 @@ export class TerminalClient {
       );
       return;
     }
-    if (event.type === 'approval_decided') return this.output.progress(decisionLine(event.outcome));
+    if (event.type === 'approval_decided') return this.output.progress(decisionLine(event.outcome, event.card));
     if (event.type === 'progress') this.output.progress(event.line);
     else if (event.type === 'file') this.output.answer(fileLine(event));
     else if (event.type === 'post')

@@ -1,0 +1,72 @@
+import type { Redis } from 'ioredis';
+import type { InboundMessage } from '../channels/types.js';
+import type { MemoryMode } from '../config/config.js';
+import type { Identities } from '../memory/identity.js';
+import type { MemoryOwner, MemoryStore } from '../memory/store.js';
+import type { StoredEntry } from '../memory/entry.js';
+import type { AgentRoster } from '../profiles/roster.js';
+import type { SessionKeys } from '../queue/keys.js';
+
+/** Where /memory can be read: only the person, so in a group they are sent where it is private. */
+const ONLY_PRIVATELY = 'Your memory is shown only to you: DM me /memory (in Slack `/ask memory`, in Discord the /memory command — their answers only you see).';
+
+/**
+ * /memory and /forget: a person sees and removes what is remembered about them (in this
+ * conversation's agent), never anyone else's. The list is shown only where the answer is private
+ * (a DM, an ephemeral answer); /forget works anywhere and names no text in a group.
+ */
+export class MemoryCommand {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: SessionKeys,
+    private readonly store: MemoryStore,
+    private readonly identities: Identities,
+    private readonly roster: AgentRoster,
+    private readonly mode: MemoryMode,
+  ) {}
+
+  async memory(session: string, message: InboundMessage): Promise<string> {
+    const who = await this.owner(session, message);
+    if (!who) return 'Memory is off here: I do not remember anything between conversations.';
+    if (!isPrivate(message)) return ONLY_PRIVATELY;
+    const entries = await this.store.list(who);
+    if (entries.length === 0) return 'I remember nothing about you yet. Say "remember that …" and I will.';
+    return [
+      `What I remember about you (${entries.length}); /forget <number> or /forget all removes it:`,
+      ...entries.map((e, i) => `${i + 1}. ${e.text}${e.state === 'pending' ? ' (not used: waiting for your Keep)' : ''}`),
+    ].join('\n');
+  }
+
+  async forget(session: string, message: InboundMessage, args: string): Promise<{ reply: string; ok: boolean }> {
+    const who = await this.owner(session, message);
+    if (!who) return { reply: 'Memory is off here: there is nothing to forget.', ok: false };
+    const what = args.trim().toLowerCase();
+    if (what === '') return { reply: 'What should I forget? /forget <number> (as /memory lists them) or /forget all.', ok: false };
+    if (what === 'all') {
+      const n = await this.store.forgetAll(who);
+      return { reply: n === 0 ? 'There was nothing to forget.' : `Forgotten: all ${n} thing(s) I remembered about you.`, ok: true };
+    }
+    const entries = await this.store.list(who);
+    const entry = pick(entries, what);
+    if (!entry) return { reply: `Nothing with the number or id "${args.trim()}": /memory lists them (privately).`, ok: false };
+    await this.store.forget(who, entry.id);
+    return { reply: isPrivate(message) ? `Forgotten: ${entry.text}` : 'Forgotten.', ok: true };
+  }
+
+  /** The asker's memory in this conversation's agent; undefined when that agent remembers nothing. */
+  private async owner(session: string, message: InboundMessage): Promise<MemoryOwner | undefined> {
+    const profile = this.roster.forSession((await this.redis.get(this.keys.agentOf(session))) ?? undefined, message);
+    if ((profile.memory ?? this.mode) === 'off') return undefined;
+    return { agent: profile.name, owner: await this.identities.personOf(message.platform, message.sender.id) };
+  }
+}
+
+function isPrivate(message: InboundMessage): boolean {
+  return message.privateReply === true || (message.where?.kind ?? 'dm') === 'dm';
+}
+
+/** `3` (the list's number) or an entry id. */
+function pick(entries: readonly StoredEntry[], what: string): StoredEntry | undefined {
+  if (/^\d+$/.test(what)) return entries[Number(what) - 1];
+  return entries.find((e) => e.id === what);
+}
