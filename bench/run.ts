@@ -23,6 +23,7 @@ import { percentile, ratio } from './stats.js';
 import { measureCluster } from './cluster.js';
 import { mcpPromptCost } from './mcp-tokens.js';
 import { skillPromptCost } from './skill-tokens.js';
+import { memoryCost } from './memory-cost.js';
 import { measureStartupBuild, type StartupBuild, type StartupQuick } from './startup-build.js';
 import { measureRedisPerTurn } from './redis-cost.js';
 import { measureStreamLatency, PLATFORMS, type PlatformStreamLatency, type StreamLatency } from './stream-latency.js';
@@ -40,6 +41,8 @@ const STREAM_ONLY = process.argv.includes('--stream');
 const PIPELINE_ONLY = process.argv.includes('--pipeline');
 /** `npm run bench -- --skills`: only the first request's tokens with 20 skills, printed, results.json untouched. */
 const SKILLS_ONLY = process.argv.includes('--skills');
+/** `npm run bench -- --memory`: only memory with 500 entries (the first request's block and tools, recall latency), printed. */
+const MEMORY_ONLY = process.argv.includes('--memory');
 /** What the product runs from: the compiled build as `npm start` runs it; in quick mode the sources (no build step). */
 const MAIN = QUICK ? SOURCE_MAIN : BUILT_MAIN;
 /** The sizes of each phase: full, or a handful in quick mode. */
@@ -327,6 +330,12 @@ async function build(): Promise<void> {
 }
 
 async function main() {
+  if (MEMORY_ONLY) {
+    const m = await phase('6d. memory with 500 entries…', () => memoryCost(REDIS_URL));
+    process.stdout.write(`${JSON.stringify(m)}\n`);
+    printRows(memoryRows(m));
+    return;
+  }
   if (SKILLS_ONLY) {
     const s = await phase('6c. first request with 20 skills…', () => skillPromptCost());
     process.stdout.write(`${JSON.stringify(s)}\n`);
@@ -374,6 +383,7 @@ async function main() {
   const tg = await phase('1-2, 6. Telegram two-hop turns, start-up, prompt cost…', telegramTurns);
   const mcpPrompt = await phase('6b. MCP tool schemas…', mcpPromptCost);
   const skillPrompt = await phase('6c. first request with 20 skills…', () => skillPromptCost());
+  const memoryPrompt = await phase('6d. memory with 500 entries…', () => memoryCost(REDIS_URL));
   const startupWithBuild = await phase(
     QUICK ? '1b. npm run dev → ready (quick)…' : '1b. npm start: first start after a clean dist/ vs a restart with nothing changed…',
     () => startupBuild(),
@@ -402,6 +412,7 @@ async function main() {
     startupWithBuild,
     mcpPrompt,
     skillPrompt,
+    memoryPrompt,
     redisPerTurn,
     memory: mem,
     overhead: over,
@@ -442,6 +453,7 @@ function printTable(r: Record<string, any>) {
       '',
     ],
     ...skillRows(r.skillPrompt),
+    ...memoryRows(r.memoryPrompt),
     ...redisRows(r.redisPerTurn),
     ...streamRows(r.streamLatency),
   ];
@@ -496,6 +508,17 @@ function skillRows(s: Awaited<ReturnType<typeof skillPromptCost>>): [string, str
       `${s.none} / ${s.listed} / ${s.inlined} tokens (≈ ${s.perSkill} per skill, load_skill ${s.loadSkillTool})`,
       '≤ SKILLS_PROMPT_TOKENS (1,500) for the list',
     ],
+  ];
+}
+
+function memoryRows(m: Awaited<ReturnType<typeof memoryCost>>): [string, string, string][] {
+  return [
+    [
+      `first request with ${m.entries} memory entries: the memory block / the three memory tools' schemas`,
+      `${m.block} / ${m.tools} tokens`,
+      'block ≤ MEMORY_PROMPT_TOKENS (400)',
+    ],
+    [`recall over ${m.entries} entries (real Redis), p50 / p95`, `${m.recallP50Ms} / ${m.recallP95Ms} ms`, ''],
   ];
 }
 

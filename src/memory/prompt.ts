@@ -1,9 +1,14 @@
-import { estimateTextTokens } from '../agent/budget.js';
 import type { ChatMessage } from '../agent/types.js';
 import { asData } from '../agent/untrusted.js';
 import { rankEntries } from './rank.js';
 import type { MemoryStore } from './store.js';
 import type { TurnMemoryOwners } from './tools.js';
+
+/**
+ * Memory is dense (names, hosts, numbers): about three characters a token in o200k_base, where the
+ * loop's estimate assumes four. Counted this way the block stays within MEMORY_PROMPT_TOKENS.
+ */
+const blockTokens = (text: string): number => Math.ceil(text.length / 3);
 
 /**
  * The memory a turn's prompt carries: the asker's kept entries most relevant to the new message
@@ -25,10 +30,11 @@ export async function memoryMessage(
   const listed = await Promise.all(groups.map(async (g) => ({ ...g, entries: (await store.list(g.who)).filter((e) => e.state === 'kept') })));
   const candidates = listed.flatMap((g) => g.entries.map((entry) => ({ ...entry, group: g })));
   if (candidates.length === 0) return undefined;
-  let left = maxTokens;
+  // The block's frame (the data envelope, the titles) is paid too; what is left goes to entries.
+  let left = maxTokens - blockTokens(asData('memory', listed.map((g) => g.title).join('\n')));
   const chosen: typeof candidates = [];
   for (const { entry } of rankEntries(candidates, query)) {
-    const cost = estimateTextTokens(entry.text) + 6;
+    const cost = blockTokens(`- [${entry.id}] ${entry.text}\n`);
     if (cost > left) continue;
     chosen.push(entry);
     left -= cost;

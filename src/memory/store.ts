@@ -161,8 +161,12 @@ export class MemoryStore {
 
   /** Forgets everything of the owner in this agent's namespace; returns how many entries there were. */
   async forgetAll(who: MemoryOwner): Promise<number> {
-    const n = await this.redis.hlen(this.key(who));
-    await this.redis.del(this.key(who), this.usedKey(who));
+    const [[, n]] = (await this.redis
+      .multi()
+      .hlen(this.key(who))
+      .del(this.key(who), this.usedKey(who))
+      .srem(this.keys.memoryNamespaces(who.owner), who.agent)
+      .exec()) as [[unknown, number], ...unknown[]];
     return n;
   }
 
