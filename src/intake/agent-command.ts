@@ -5,6 +5,7 @@ import type { AgentProfile, AgentRoster } from '../profiles/roster.js';
 import { toolPolicyOf } from '../profiles/roster.js';
 import { SkillShelf, type Skill } from '../profiles/skills.js';
 import type { Logger } from '../log.js';
+import { MEMORY_TOOLS } from '../memory/tools.js';
 
 /** What /agent reads besides the roster: the environment's model and tools, MCP_CONFIG's servers. */
 export interface AgentFacts {
@@ -18,8 +19,16 @@ export interface AgentFacts {
   /** MCP_CONFIG's server names (undefined: no MCP_CONFIG). */
   mcpServers: readonly string[] | undefined;
   skillsPromptTokens: number;
+  /** MEMORY: what an agent without its own `memory:` remembers. */
+  memoryMode: 'person' | 'person+channel' | 'off';
   log: Logger;
 }
+
+const MEMORY_LINES = {
+  person: "Memory: each person's own, never shown in anyone else's turn (/memory shows yours).",
+  'person+channel': "Memory: each person's own (/memory shows yours), and one this channel shares.",
+  off: 'Memory: off.',
+} as const;
 
 const SCOPES: Record<string, string> = {
   session: 'its own folder for this conversation',
@@ -65,7 +74,12 @@ export class AgentCommand {
 
 export function describeAgent(profile: AgentProfile, platform: string, facts: AgentFacts, skills: readonly Skill[] | string, recorded: boolean): string {
   const policy = toolPolicyOf(profile, facts.global);
-  const builtins = [...facts.tools(platform), ...(typeof skills !== 'string' && skills.length > 0 ? ['load_skill'] : [])];
+  const memory = profile.memory ?? facts.memoryMode;
+  const builtins = [
+    ...facts.tools(platform),
+    ...(typeof skills !== 'string' && skills.length > 0 ? ['load_skill'] : []),
+    ...(memory === 'off' ? [] : MEMORY_TOOLS),
+  ];
   const tools = builtins.filter((t) => policy.offered(platform, t)).map((t) => (policy.needsApproval(platform, t) ? `${t} (asks first)` : t));
   // With an allow list, a server counts only when the list names one of its tools (`<server>__<tool>`).
   const servers = (facts.mcpServers ?? []).filter(
@@ -83,6 +97,7 @@ export function describeAgent(profile: AgentProfile, platform: string, facts: Ag
       ? `Skills: ${skills}.`
       : `Skills: ${skills.length === 0 ? 'none' : skills.map((s) => `${s.name} (${s.description.length > 80 ? `${s.description.slice(0, 79)}…` : s.description})`).join('; ')}.`,
     `Workspace: ${scope}.`,
+    MEMORY_LINES[memory],
   ];
   if (profile.limits.maxSteps !== undefined) lines.push(`At most ${profile.limits.maxSteps} steps per request.`);
   return lines.join('\n');

@@ -35,6 +35,7 @@ export function agentFacts(config: Config, roster: AgentRoster, log: Logger): Ag
     global: globalToolLists(config),
     mcpServers,
     skillsPromptTokens: config.agents.skillsPromptTokens,
+    memoryMode: config.memory.mode,
     log: log.child({ component: 'skills' }),
   };
 }

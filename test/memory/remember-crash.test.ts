@@ -177,6 +177,7 @@ describe('memory: a worker SIGKILLed between remember’s write and its result (
 
     // What the model saw in the resumed run: the remember call's step was replayed from the journal, not asked again.
     const resumed = model.requests.slice(requestsBefore);
+    console.info('DEBUG', requestsBefore, JSON.stringify(model.requests.map((r) => messagesOf(r).slice(1)), null, 1));
     const id = entryId(FACT);
     if (journaled) {
       expect(resumed).toHaveLength(1);

@@ -181,6 +181,7 @@ describe('AGENTS_CONFIG routing across Telegram, Slack and Discord (one stack, t
       'MCP servers: tickets.',
       'Skills: none.',
       'Workspace: its own folder for this conversation.',
+      'Memory: off.',
     ]);
     expect(stack.fake.requests).toHaveLength(before + 2);
   });
@@ -237,6 +238,7 @@ describe('AGENTS_CONFIG routing across Telegram, Slack and Discord (one stack, t
       'MCP servers: none.',
       'Skills: none.',
       'Workspace: its own folder for this conversation.',
+      'Memory: off.',
     ]);
     cmd('/status');
     await waitFor('the telegram /status reply', () => h.answers(chat).length === 3);
@@ -253,6 +255,7 @@ describe('AGENTS_CONFIG routing across Telegram, Slack and Discord (one stack, t
       'MCP servers: wiki.',
       'Skills: none.',
       'Workspace: one folder shared by every conversation in this channel.',
+      'Memory: off.',
       'At most 30 steps per request.',
     ]);
     expect((await asked('U0ADA'))[0]).toBe('Agent here: support (what the bindings give this conversation).');
