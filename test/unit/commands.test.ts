@@ -53,13 +53,13 @@ describe('parseCommand', () => {
 describe('help and unknown-command texts', () => {
   it('helpText names every command with its description', () => {
     const text = helpText();
-    expect(Object.keys(COMMANDS).sort()).toEqual(['agent', 'help', 'reset', 'schedules', 'status', 'stop', 'unschedule']);
+    expect(Object.keys(COMMANDS).sort()).toEqual(['agent', 'forget', 'help', 'memory', 'reset', 'schedules', 'status', 'stop', 'unschedule']);
     for (const [name, what] of Object.entries(COMMANDS)) expect(text).toContain(`/${name} — ${what}`);
     expect(text.split('\n')).toHaveLength(2 + Object.keys(COMMANDS).length);
     expect(text.startsWith('I am Switchboard')).toBe(true);
   });
 
   it('unknownCommandText names the command and lists the real ones', () => {
-    expect(unknownCommandText('frobnicate')).toBe('Unknown command /frobnicate. Commands: /help, /reset, /stop, /status, /agent, /schedules, /unschedule.');
+    expect(unknownCommandText('frobnicate')).toBe('Unknown command /frobnicate. Commands: /help, /reset, /stop, /status, /agent, /memory, /forget, /schedules, /unschedule.');
   });
 });

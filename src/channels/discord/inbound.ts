@@ -129,7 +129,8 @@ export function normaliseCommand(view: CommandView, now: number): InboundMessage
     attachments: [],
     eventId: view.id,
     receivedAt: now,
-    privateReply: true,
+    // A chat command's answer is ephemeral (only the user sees it); /ask's is posted for the channel.
+    ...(view.name !== 'ask' && { privateReply: true as const }),
     meta: {
       ...interactionMeta({ id: view.id, token: view.token, applicationId: view.applicationId, userId: view.user.id }),
       ...(view.guildId && { guildId: view.guildId }),

@@ -90,6 +90,8 @@ describe('Discord gateway', () => {
       'status',
       'help',
       'agent',
+      'memory',
+      'forget',
       'schedules',
       'unschedule',
     ]);

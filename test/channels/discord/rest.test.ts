@@ -165,7 +165,9 @@ describe('slash command registration', () => {
       expect(fake.commands.global.map((c: { name: string }) => c.name).sort()).toEqual([
         'agent',
         'ask',
+        'forget',
         'help',
+        'memory',
         'reset',
         'schedules',
         'status',

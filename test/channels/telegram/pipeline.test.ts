@@ -24,7 +24,7 @@ describe('telegram channel: updates → queue → agent → Telegram, through th
   });
 
   it('registers the commands at start-up', () => {
-    expect(h.tg.commands.map((c) => c.command)).toEqual(['ask', 'help', 'reset', 'stop', 'status', 'agent', 'schedules', 'unschedule']);
+    expect(h.tg.commands.map((c) => c.command)).toEqual(['ask', 'help', 'reset', 'stop', 'status', 'agent', 'memory', 'forget', 'schedules', 'unschedule']);
   });
 
   it('a DM: typing, one status message edited with the narration, the final reply as a new message, the status removed', async () => {
