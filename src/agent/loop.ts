@@ -1,5 +1,5 @@
 import { toModelTools } from '../tools/schema.js';
-import type { AgentRunInput, AssistantMessage, ModelResponse, RunOutcome, TokenReservation } from './types.js';
+import type { AgentRunInput, AssistantMessage, ChatMessage, ModelResponse, RunOutcome, TokenReservation } from './types.js';
 import { estimateTokens } from './budget.js';
 import { callModel } from './model-step.js';
 import { endsInToolCalls, isComplete, isRepeat, lastAssistant, textOf } from './resolve.js';
@@ -111,6 +111,16 @@ async function modelStep(state: RunState, tools: Parameters<typeof callModel>[1]
   return response;
 }
 
+/** Some result of the last assistant message's tool calls is an error (every error result starts with "Error:"). */
+function lastCallsFailed(transcript: readonly ChatMessage[]): boolean {
+  for (let i = transcript.length - 1; i >= 0; i--) {
+    const m = transcript[i]!;
+    if (m.role === 'assistant') return false;
+    if (m.role === 'tool' && typeof m.content === 'string' && m.content.startsWith('Error:')) return true;
+  }
+  return false;
+}
+
 /** Decides what one successful model response means for the run. */
 async function resolveResponse(state: RunState, response: ModelResponse): Promise<RunOutcome | 'continue'> {
   const message = response.message;
@@ -118,7 +128,8 @@ async function resolveResponse(state: RunState, response: ModelResponse): Promis
   const stepsLeft = state.steps < state.input.limits.maxSteps;
 
   if ((message.tool_calls?.length ?? 0) > 0) {
-    if (!state.nudged.repeat && stepsLeft && isRepeat(lastAssistant(state.transcript), message)) {
+    // A call that failed (an error, or "interrupted" after a crash) may be retried as it was: only a repeat of calls that worked is dropped.
+    if (!state.nudged.repeat && stepsLeft && isRepeat(lastAssistant(state.transcript), message) && !lastCallsFailed(state.transcript)) {
       // The repeat is dropped (its tools would only run again) and replaced by the nudge.
       state.nudged.repeat = true;
       appendNudge(state, REPEAT_NUDGE);

@@ -145,6 +145,17 @@ describe('step limit and repetition', () => {
     expect(outcome.transcript.some((m) => m.content === REPEAT_NUDGE)).toBe(false);
     h.fake.assertDone();
   });
+
+  it('a call that failed may be retried exactly as it was: no nudge, it runs again', async () => {
+    const MISSING = { content: 'Let me look.', toolCalls: [{ name: 'read_file', arguments: '{"path":"missing.txt"}' }] };
+    h.fake.script([MISSING, MISSING, { content: 'It is not there.' }]);
+    const { outcome, events } = await h.run('look it up');
+
+    expect(outcome).toMatchObject({ state: 'completed', toolCalls: 2 });
+    expect(eventsOf(events, 'nudge')).toEqual([]);
+    expect(toolMessages(h.fake.requests[2])).toHaveLength(2);
+    h.fake.assertDone();
+  });
 });
 
 describe('a ModelClient that breaks its contract', () => {
