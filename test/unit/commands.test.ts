@@ -60,6 +60,8 @@ describe('help and unknown-command texts', () => {
   });
 
   it('unknownCommandText names the command and lists the real ones', () => {
-    expect(unknownCommandText('frobnicate')).toBe('Unknown command /frobnicate. Commands: /help, /reset, /stop, /status, /agent, /memory, /forget, /schedules, /unschedule.');
+    expect(unknownCommandText('frobnicate')).toBe(
+      'Unknown command /frobnicate. Commands: /help, /reset, /stop, /status, /agent, /memory, /forget, /schedules, /unschedule.',
+    );
   });
 });
