@@ -37,8 +37,8 @@ export async function memoryCost(
         'said',
       );
     }
-    const block = await memoryMessage(store, { person: who }, 'deploy the release to my build server please', 400, 'Ada');
-    const memoryTools = createMemoryTools(store, { person: who }, { provenance: () => 'said', onPending: async () => undefined });
+    const block = await memoryMessage({ store }, { person: who }, 'deploy the release to my build server please', 400, 'Ada');
+    const memoryTools = createMemoryTools({ store }, { person: who }, { provenance: () => 'said', onPending: async () => undefined });
     const recall = memoryTools.find((t) => t.name === 'recall')!;
     const samples: number[] = [];
     for (let i = 0; i < 100; i++) {

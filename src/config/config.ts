@@ -106,7 +106,7 @@ export interface Config {
   /** AGENTS_CONFIG: the agents and bindings file, if any (src/profiles); SKILLS_PROMPT_TOKENS bounds each agent's skills list. */
   agents: { configPath: string | undefined; skillsPromptTokens: number };
   /** MEMORY and friends: what is remembered about each person (src/memory); an agent's `memory:` overrides the mode. */
-  memory: { mode: MemoryMode; maxEntries: number; promptTokens: number; retentionDays: number | undefined };
+  memory: { mode: MemoryMode; maxEntries: number; promptTokens: number; retentionDays: number | undefined; embeddingsModel: string | undefined };
   access: AccessConfig;
   limits: LimitsConfig;
   /** The schedules people make from the chat (schedule_task): the default timezone, how many each, how often at most. */
@@ -174,7 +174,13 @@ export function deriveConfig(env: Env): Config {
     approvals: { approvers: env.APPROVERS, by: env.APPROVAL_BY ?? (env.APPROVERS.length > 0 ? 'approvers' : 'requester'), timeoutMs: env.APPROVAL_TIMEOUT_MS },
     mcpConfigPath: env.MCP_CONFIG === undefined ? undefined : resolve(env.MCP_CONFIG),
     agents: { configPath: env.AGENTS_CONFIG === undefined ? undefined : resolve(env.AGENTS_CONFIG), skillsPromptTokens: env.SKILLS_PROMPT_TOKENS },
-    memory: { mode: env.MEMORY, maxEntries: env.MEMORY_MAX_ENTRIES, promptTokens: env.MEMORY_PROMPT_TOKENS, retentionDays: env.MEMORY_RETENTION_DAYS },
+    memory: {
+      mode: env.MEMORY,
+      maxEntries: env.MEMORY_MAX_ENTRIES,
+      promptTokens: env.MEMORY_PROMPT_TOKENS,
+      retentionDays: env.MEMORY_RETENTION_DAYS,
+      embeddingsModel: env.EMBEDDINGS_MODEL,
+    },
     access: accessOf(env),
     limits: {
       userRatePerMinute: env.USER_RATE_LIMIT,

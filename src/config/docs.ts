@@ -209,6 +209,11 @@ export const CONFIG_DOCS: Record<DocKey, VariableDoc> = {
   },
   MEMORY_MAX_ENTRIES: { meaning: 'entries kept per person (per agent); over it the least recently used go', default: '`500`' },
   MEMORY_PROMPT_TOKENS: { meaning: "the most a turn's prompt carries of the asker's memory (the most relevant entries first)", default: '`400`' },
+  EMBEDDINGS_MODEL: {
+    meaning:
+      'an embeddings model at the model endpoint (`/embeddings`): recall and the memory block rank by meaning as well as by words; a failed embedding falls back to words',
+    default: 'off (words only)',
+  },
   MEMORY_RETENTION_DAYS: { meaning: 'entries unused this many days are dropped', default: 'kept until forgotten' },
   DM_POLICY: {
     meaning:

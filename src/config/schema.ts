@@ -136,6 +136,7 @@ export const envSchema = z
     SKILLS_PROMPT_TOKENS: int(0, 100_000, 1_500),
     MEMORY: z.enum(['person', 'person+channel', 'off'], { error: 'must be person, person+channel or off' }).default('person'),
     MEMORY_MAX_ENTRIES: int(1, 100_000, 500),
+    EMBEDDINGS_MODEL: optionalText('an embeddings model name such as text-embedding-3-small'),
     MEMORY_PROMPT_TOKENS: int(0, 100_000, 400),
     MEMORY_RETENTION_DAYS: z
       .string()

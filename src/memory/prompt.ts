@@ -1,8 +1,6 @@
 import type { ChatMessage } from '../agent/types.js';
 import { asData } from '../agent/untrusted.js';
-import { rankEntries } from './rank.js';
-import type { MemoryStore } from './store.js';
-import type { TurnMemoryOwners } from './tools.js';
+import { searchMemory, type MemoryAccess, type TurnMemoryOwners } from './search.js';
 
 /**
  * Memory is dense (names, hosts, numbers): about three characters a token in o200k_base, where the
@@ -17,7 +15,7 @@ const blockTokens = (text: string): number => Math.ceil(text.length / 3);
  * shown are marked used.
  */
 export async function memoryMessage(
-  store: MemoryStore,
+  access: MemoryAccess,
   owners: TurnMemoryOwners,
   query: string,
   maxTokens: number,
@@ -27,13 +25,12 @@ export async function memoryMessage(
     { who: owners.person, title: `About ${asker} (their own memory; ids in brackets):` },
     ...(owners.channel ? [{ who: owners.channel, title: 'Shared by everyone in this channel:' }] : []),
   ];
-  const listed = await Promise.all(groups.map(async (g) => ({ ...g, entries: (await store.list(g.who)).filter((e) => e.state === 'kept') })));
-  const candidates = listed.flatMap((g) => g.entries.map((entry) => ({ ...entry, group: g })));
-  if (candidates.length === 0) return undefined;
+  const ranked = await searchMemory(access, owners, query);
+  if (ranked.length === 0) return undefined;
   // The block's frame (the data envelope, the titles) is paid too; what is left goes to entries.
-  let left = maxTokens - blockTokens(asData('memory', listed.map((g) => g.title).join('\n')));
-  const chosen: typeof candidates = [];
-  for (const { entry } of rankEntries(candidates, query)) {
+  let left = maxTokens - blockTokens(asData('memory', groups.map((g) => g.title).join('\n')));
+  const chosen: typeof ranked = [];
+  for (const entry of ranked) {
     const cost = blockTokens(`- [${entry.id}] ${entry.text}\n`);
     if (cost > left) continue;
     chosen.push(entry);
@@ -41,11 +38,11 @@ export async function memoryMessage(
   }
   if (chosen.length === 0) return undefined;
   const lines: string[] = [];
-  for (const g of listed) {
-    const mine = chosen.filter((e) => e.group === g);
+  for (const g of groups) {
+    const mine = chosen.filter((e) => e.who === g.who);
     if (mine.length === 0) continue;
     lines.push(g.title, ...mine.map((e) => `- [${e.id}] ${e.text}`));
-    await store.touch(
+    await access.store.touch(
       g.who,
       mine.map((e) => e.id),
     );

@@ -13,7 +13,7 @@ export interface MemoryOwner {
 // least recently used ones go (never the one just added).
 const ADD = defineScript({
   name: 'sbMemoryAdd',
-  keys: ['memory', 'used', 'namespaces'],
+  keys: ['memory', 'used', 'namespaces', 'vectors'],
   args: ['id', 'entry', 'now', 'max', 'agent'],
   lua: `
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
@@ -34,6 +34,7 @@ if redis.call('HLEN', KEYS[1]) > max then
   while redis.call('HLEN', KEYS[1]) > max and order[i] do
     redis.call('HDEL', KEYS[1], order[i][1])
     redis.call('HDEL', KEYS[2], order[i][1])
+    redis.call('HDEL', KEYS[4], order[i][1])
     evicted = evicted + 1
     i = i + 1
   end
@@ -80,6 +81,19 @@ return n
   decode: (r, unexpected) => (typeof r === 'number' ? r : unexpected()),
 });
 
+// An embedding arrives after its entry was written: it is kept only if the entry still is.
+const SET_VECTOR = defineScript({
+  name: 'sbMemoryVector',
+  keys: ['memory', 'vectors'],
+  args: ['id', 'vector'],
+  lua: `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1
+`,
+  decode: (r, unexpected) => (r === 1 ? true : r === 0 ? false : unexpected()),
+});
+
 export interface MemoryLimits {
   /** MEMORY_MAX_ENTRIES: per owner and agent; over it the least recently used entries go. */
   maxEntries: number;
@@ -107,7 +121,7 @@ export class MemoryStore {
     const at = this.now();
     const entry: MemoryEntry = { id: entryId(body), text: body, createdAt: at, provenance, state: provenance === 'said' ? 'kept' : 'pending' };
     const result = await runScript(this.redis, ADD, {
-      keys: { memory: this.key(who), used: this.usedKey(who), namespaces: this.keys.memoryNamespaces(who.owner) },
+      keys: { memory: this.key(who), used: this.usedKey(who), namespaces: this.keys.memoryNamespaces(who.owner), vectors: this.vectorsKey(who) },
       args: { id: entry.id, entry: JSON.stringify(entry), now: at, max: this.limits.maxEntries, agent: who.agent },
     });
     if (result.added) return { kind: 'added', entry, evicted: result.evicted };
@@ -137,6 +151,7 @@ export class MemoryStore {
         .multi()
         .hdel(this.key(who), ...stale)
         .hdel(this.usedKey(who), ...stale)
+        .hdel(this.vectorsKey(who), ...stale)
         .exec();
     return out.sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id));
   }
@@ -155,7 +170,10 @@ export class MemoryStore {
 
   /** Forgets one entry. False when it was not there. */
   async forget(who: MemoryOwner, id: string): Promise<boolean> {
-    const [[, removed]] = (await this.redis.multi().hdel(this.key(who), id).hdel(this.usedKey(who), id).exec()) as [[unknown, number], unknown];
+    const [[, removed]] = (await this.redis.multi().hdel(this.key(who), id).hdel(this.usedKey(who), id).hdel(this.vectorsKey(who), id).exec()) as [
+      [unknown, number],
+      ...unknown[],
+    ];
     return removed === 1;
   }
 
@@ -164,7 +182,7 @@ export class MemoryStore {
     const [[, n]] = (await this.redis
       .multi()
       .hlen(this.key(who))
-      .del(this.key(who), this.usedKey(who))
+      .del(this.key(who), this.usedKey(who), this.vectorsKey(who))
       .srem(this.keys.memoryNamespaces(who.owner), who.agent)
       .exec()) as [[unknown, number], ...unknown[]];
     return n;
@@ -173,6 +191,18 @@ export class MemoryStore {
   async touch(who: MemoryOwner, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     await runScript(this.redis, TOUCH, { keys: { memory: this.key(who), used: this.usedKey(who) }, args: { now: this.now(), ids } });
+  }
+
+  /** Stores an entry's embedding, only while the entry is there. */
+  async setVector(who: MemoryOwner, id: string, vector: readonly number[]): Promise<void> {
+    const rounded = vector.map((x) => Math.round(x * 1e5) / 1e5);
+    await runScript(this.redis, SET_VECTOR, { keys: { memory: this.key(who), vectors: this.vectorsKey(who) }, args: { id, vector: JSON.stringify(rounded) } });
+  }
+
+  /** The embeddings of the owner's entries (those that have one). */
+  async vectors(who: MemoryOwner): Promise<Map<string, number[]>> {
+    const raw = await this.redis.hgetall(this.vectorsKey(who));
+    return new Map(Object.entries(raw).map(([id, v]) => [id, JSON.parse(v) as number[]]));
   }
 
   /** The agents' namespaces in which an owner has (or had) memory. */
@@ -186,6 +216,10 @@ export class MemoryStore {
 
   private key(who: MemoryOwner): string {
     return this.keys.memory(who.agent, who.owner);
+  }
+
+  private vectorsKey(who: MemoryOwner): string {
+    return this.keys.memoryVectors(who.agent, who.owner);
   }
 
   private usedKey(who: MemoryOwner): string {

@@ -1,17 +1,13 @@
 import { z } from 'zod';
 import { ToolError, type Tool } from '../tools/types.js';
 import { MEMORY_TEXT_MAX, type MemoryEntry, type Provenance } from './entry.js';
-import { rankEntries } from './rank.js';
-import type { MemoryOwner, MemoryStore } from './store.js';
+import { embedEntry, searchMemory, type MemoryAccess, type TurnMemoryOwners } from './search.js';
+import type { MemoryOwner } from './store.js';
 
 /** The memory tools' names (a turn that ran only these has read no tool result). */
 export const MEMORY_TOOLS = ['remember', 'recall', 'forget'] as const;
 
-/** Whose memory a turn may touch: the asker's, and under `person+channel` the channel's, which everyone there shares. */
-export interface TurnMemoryOwners {
-  person: MemoryOwner;
-  channel?: MemoryOwner;
-}
+export type { TurnMemoryOwners } from './search.js';
 
 export interface MemoryToolOptions {
   /** `derived` once the turn's context holds a tool result (read at each call). */
@@ -33,7 +29,8 @@ const forgetSchema = z.object({ id: z.string().trim().min(1).describe('The id in
  * remember / recall / forget over the asker's memory (and the channel's, when shared). Each tool
  * is bound to the owners of this turn: no argument can name another person.
  */
-export function createMemoryTools(store: MemoryStore, owners: TurnMemoryOwners, options: MemoryToolOptions): Tool[] {
+export function createMemoryTools(access: MemoryAccess, owners: TurnMemoryOwners, options: MemoryToolOptions): Tool[] {
+  const { store } = access;
   const all = owners.channel ? [owners.person, owners.channel] : [owners.person];
   const remember: Tool<typeof rememberSchema> = {
     name: 'remember',
@@ -45,6 +42,7 @@ export function createMemoryTools(store: MemoryStore, owners: TurnMemoryOwners, 
       const provenance = options.provenance();
       const result = await store.remember(who, text, provenance);
       const { entry } = result;
+      if (result.kind === 'added') await embedEntry(access, who, entry.id, entry.text);
       if (entry.state === 'pending') {
         if (result.kind === 'added') await options.onPending(entry, who);
         return `Not remembered yet [${entry.id}]: this turn read tool results, so the person was asked to confirm it (Keep / Discard). Tell them.`;
@@ -60,19 +58,14 @@ export function createMemoryTools(store: MemoryStore, owners: TurnMemoryOwners, 
     description: 'Search what you remember about the person (and this channel, if shared).',
     schema: recallSchema,
     async execute({ query }) {
-      const found = (
-        await Promise.all(
-          all.map(async (who) => (await store.list(who)).filter((e) => e.state === 'kept').map((entry) => ({ ...entry, shared: who === owners.channel, who }))),
-        )
-      ).flat();
-      const ranked = rankEntries(found, query).slice(0, RECALL_MAX);
+      const ranked = (await searchMemory(access, owners, query)).slice(0, RECALL_MAX);
       if (ranked.length === 0) return 'Nothing remembered yet.';
       for (const who of all)
         await store.touch(
           who,
-          ranked.filter((r) => r.entry.who === who).map((r) => r.entry.id),
+          ranked.filter((e) => e.who === who).map((e) => e.id),
         );
-      return ranked.map(({ entry }) => `- [${entry.id}]${entry.shared ? ' (shared in this channel)' : ''} ${entry.text}`).join('\n');
+      return ranked.map((entry) => `- [${entry.id}]${entry.shared ? ' (shared in this channel)' : ''} ${entry.text}`).join('\n');
     },
   };
   const forget: Tool<typeof forgetSchema> = {

@@ -146,6 +146,10 @@ export class RedisKeys {
   memoryUsed(agent: string, owner: string): string {
     return `${this.memory(agent, owner)}:used`;
   }
+  /** The embedding of each entry of that memory (a hash: entry id → JSON vector), when EMBEDDINGS_MODEL is set. */
+  memoryVectors(agent: string, owner: string): string {
+    return `${this.memory(agent, owner)}:vectors`;
+  }
   /** The person an identity was linked to by the operator (`platform:userId` → person id). */
   identity(platformUser: string): string {
     return `${this.prefix}:identity:${platformUser}`;

@@ -16,6 +16,7 @@ import { AgentRoster, type AgentProfile } from '../profiles/roster.js';
 import { AgentRuntimes } from '../run/agent-runtime.js';
 import { memoryStoreOf } from './memory-store.js';
 import { postMemoryCard } from '../approvals/memory-card.js';
+import { openAIEmbedder, type Embedder } from '../memory/embeddings.js';
 import { Identities } from '../memory/identity.js';
 import { checkExecRuntime, type ExecOptions } from '../tools/index.js';
 import { ConfigError } from '../lib/config-error.js';
@@ -87,6 +88,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
     ...(memoryUsed(config, roster) && {
       memory: {
         store: memoryStore,
+        ...(config.memory.embeddingsModel !== undefined && { embedder: embedderOf(config, config.memory.embeddingsModel) }),
         identities: new Identities(redis, keys),
         mode: config.memory.mode,
         promptTokens: config.memory.promptTokens,
@@ -176,6 +178,12 @@ async function startAgents(config: Config, roster: AgentRoster, model: ModelClie
     skillsPromptTokens: config.agents.skillsPromptTokens,
     log: log.child({ component: 'skills' }),
   });
+}
+
+/** EMBEDDINGS_MODEL at the model endpoint, with its key. */
+function embedderOf(config: Config, model: string): Embedder {
+  const m = requireModel(config);
+  return openAIEmbedder({ apiKey: m.apiKey, baseURL: m.baseURL, model, timeoutMs: m.timeoutMs });
 }
 
 /** Memory is on for some agent: MEMORY, or an agent's own `memory:`. */

@@ -4,6 +4,7 @@ import type { AgentRuntimes } from './agent-runtime.js';
 import type { MemoryOwner, MemoryStore } from '../memory/store.js';
 import type { Identities } from '../memory/identity.js';
 import type { MemoryEntry } from '../memory/entry.js';
+import type { Embedder } from '../memory/embeddings.js';
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { TokenBudget } from '../access/token-budget.js';
@@ -43,6 +44,8 @@ export interface RunDeps {
   /** MEMORY: each person's memory (absent or `off`: none; an agent's `memory:` overrides the mode). */
   memory?: {
     store: MemoryStore;
+    /** EMBEDDINGS_MODEL: recall and the memory block also rank by meaning. */
+    embedder?: Embedder;
     identities: Identities;
     mode: 'person' | 'person+channel' | 'off';
     promptTokens: number;

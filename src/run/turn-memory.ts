@@ -41,16 +41,17 @@ export async function turnMemory(
     person,
     ...(mode === 'person+channel' && place.kind === 'group' && { channel: { agent: name, owner: `channel:${to.platform}:${place.channels.at(-1)!}` } }),
   };
+  const access = { store: memory.store, ...(memory.embedder && { embedder: memory.embedder }), log: ctx.log };
   // Anything but the person's own words in the context (history included) makes a memory derived.
   let tainted = history.some((m) => m.role === 'tool');
-  const tools = createMemoryTools(memory.store, owners, {
+  const tools = createMemoryTools(access, owners, {
     provenance: () => (tainted ? 'derived' : 'said'),
     onPending: async (entry: MemoryEntry, who: MemoryOwner) => {
       ctx.log.info({ memory: entry.id, owner: who.owner }, 'a derived memory waits for the person to keep it');
       await memory.askToKeep?.(out, to, entry, who);
     },
   });
-  const message = await memoryMessage(memory.store, owners, query, memory.promptTokens, to.sender.name ?? to.sender.id);
+  const message = await memoryMessage(access, owners, query, memory.promptTokens, to.sender.name ?? to.sender.id);
   return {
     ...(message && { message }),
     tools,

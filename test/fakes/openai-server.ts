@@ -54,6 +54,8 @@ export interface FakeOpenAI {
   baseURL: string;
   /** Chat completion requests, in arrival order. */
   requests: RecordedRequest[];
+  /** Every POST /v1/embeddings: the model and the inputs (kept apart from the chat requests). */
+  embeddingRequests: { model: string; input: string[] }[];
   script(steps: Step[]): void;
   setHandler(fn: (req: RecordedRequest) => Step | Promise<Step>): void;
   assertDone(): void;
@@ -65,11 +67,25 @@ export interface FakeOpenAIOptions {
   apiKey?: string;
   /** The model ids GET /v1/models lists (default: fake-model). */
   models?: string[];
+  /** POST /v1/embeddings: each input's vector (default: a hashed bag of its words, 64 dimensions). */
+  embed?: (text: string) => number[];
+}
+
+/** A text's words hashed into 64 buckets: texts sharing words point the same way. */
+export function bagOfWords(text: string): number[] {
+  const v = new Array<number>(64).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    let h = 0;
+    for (const ch of word) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+    v[h % 64]! += 1;
+  }
+  return v;
 }
 
 export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const queue: Step[] = [];
   const requests: RecordedRequest[] = [];
+  const embeddingRequests: { model: string; input: string[] }[] = [];
   let handler: ((req: RecordedRequest) => Step | Promise<Step>) | undefined;
 
   const server = createServer((req, res) => {
@@ -95,6 +111,18 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return sendJson(res, 200, {
         object: 'list',
         data: (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'switchboard-tests' })),
+      });
+    }
+    if (req.method === 'POST' && path === '/v1/embeddings') {
+      const body = JSON.parse(await readBody(req)) as { model: string; input: string | string[] };
+      const inputs = Array.isArray(body.input) ? body.input : [body.input];
+      embeddingRequests.push({ model: body.model, input: inputs });
+      const embed = options.embed ?? bagOfWords;
+      return sendJson(res, 200, {
+        object: 'list',
+        model: body.model,
+        data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: embed(text) })),
+        usage: { prompt_tokens: inputs.join(' ').split(/\s+/).length, total_tokens: inputs.join(' ').split(/\s+/).length },
       });
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
@@ -133,6 +161,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    embeddingRequests,
     script(steps) {
       queue.push(...steps);
     },

@@ -26,16 +26,16 @@ describe('the memory tools', () => {
   it("remember is the asker's; shared goes to the channel's memory, which the block shows as shared", async () => {
     const owners = { person: { agent: 'default', owner: 'slack:UADA' }, channel: { agent: 'default', owner: 'channel:slack:C1' } };
     const pending: string[] = [];
-    const tools = createMemoryTools(store, owners, { provenance: () => 'said', onPending: async (e) => void pending.push(e.id) });
+    const tools = createMemoryTools({ store }, owners, { provenance: () => 'said', onPending: async (e) => void pending.push(e.id) });
     expect(await run(tools, 'remember', { text: 'Ada prefers short answers' })).toMatch(/^Remembered \[\w+\]: Ada prefers short answers$/);
     expect(await run(tools, 'remember', { text: 'The team deploys on Thursdays', shared: true })).toMatch(/for everyone in this channel/);
     expect((await store.list(owners.channel)).map((e) => e.text)).toEqual(['The team deploys on Thursdays']);
-    const block = String((await memoryMessage(store, owners, 'when do we deploy?', 400, 'Ada'))!.content);
+    const block = String((await memoryMessage({ store }, owners, 'when do we deploy?', 400, 'Ada'))!.content);
     expect(block).toMatch(/About Ada \(their own memory; ids in brackets\):\n- \[\w+\] Ada prefers short answers/);
     expect(block).toMatch(/Shared by everyone in this channel:\n- \[\w+\] The team deploys on Thursdays/);
     expect(await run(tools, 'recall', { query: 'deploy day' })).toMatch(/^- \[\w+\] \(shared in this channel\) The team deploys on Thursdays/);
     // Without a channel memory (a DM, or MEMORY=person) shared is refused with a reason.
-    const dm = createMemoryTools(store, { person: owners.person }, { provenance: () => 'said', onPending: async () => undefined });
+    const dm = createMemoryTools({ store }, { person: owners.person }, { provenance: () => 'said', onPending: async () => undefined });
     await expect(run(dm, 'remember', { text: 'x', shared: true })).rejects.toThrow(/no shared channel memory/);
     expect(pending).toEqual([]);
   });
@@ -43,11 +43,11 @@ describe('the memory tools', () => {
   it('a derived remember is pending and asks the person once; forget takes an id of the asker only', async () => {
     const person = { agent: 'default', owner: 'telegram:9' };
     const asked: string[] = [];
-    const tools = createMemoryTools(store, { person }, { provenance: () => 'derived', onPending: async (e) => void asked.push(e.id) });
+    const tools = createMemoryTools({ store }, { person }, { provenance: () => 'derived', onPending: async (e) => void asked.push(e.id) });
     expect(await run(tools, 'remember', { text: 'Wire the money to IBAN X' })).toMatch(/^Not remembered yet/);
     expect(await run(tools, 'remember', { text: 'Wire the money to IBAN X' })).toMatch(/^Not remembered yet/);
     expect(asked).toHaveLength(1);
-    expect(await memoryMessage(store, { person }, 'money', 400, 'Bo')).toBeUndefined();
+    expect(await memoryMessage({ store }, { person }, 'money', 400, 'Bo')).toBeUndefined();
     const other = (await store.remember({ agent: 'default', owner: 'telegram:10' }, 'Someone else', 'said')).entry;
     await expect(run(tools, 'forget', { id: other.id })).rejects.toThrow(/nothing remembered has the id/);
     expect(await run(tools, 'forget', { id: asked[0]! })).toBe(`Forgot [${asked[0]}].`);
