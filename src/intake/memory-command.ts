@@ -1,10 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { InboundMessage } from '../channels/types.js';
 import type { MemoryMode } from '../config/config.js';
-import type { Identities } from '../memory/identity.js';
+import { channelOwner, type Identities } from '../memory/identity.js';
 import type { MemoryOwner, MemoryStore } from '../memory/store.js';
 import type { StoredEntry } from '../memory/entry.js';
 import type { AgentRoster } from '../profiles/roster.js';
+import { placeOf } from '../profiles/bindings.js';
 import type { SessionKeys } from '../queue/keys.js';
 
 /** Where /memory can be read: only the person, so in a group they are sent where it is private. */
@@ -28,7 +29,7 @@ export class MemoryCommand {
   async memory(session: string, message: InboundMessage): Promise<string> {
     const who = await this.owner(session, message);
     if (!who) return 'Memory is off here: I do not remember anything between conversations.';
-    if (!isPrivate(message)) return ONLY_PRIVATELY;
+    if (!isPrivate(message)) return [ONLY_PRIVATELY, ...(await this.shared(session, message, who.agent))].join('\n');
     const entries = await this.store.list(who);
     if (entries.length === 0) return 'I remember nothing about you yet. Say "remember that …" and I will.';
     return [
@@ -51,6 +52,16 @@ export class MemoryCommand {
     if (!entry) return { reply: `Nothing with the number or id "${args.trim()}": /memory lists them (privately).`, ok: false };
     await this.store.forget(who, entry.id);
     return { reply: isPrivate(message) ? `Forgotten: ${entry.text}` : 'Forgotten.', ok: true };
+  }
+
+  /** Under person+channel, the channel's shared memory: everyone there may see it, so it is listed in the group. */
+  private async shared(session: string, message: InboundMessage, agent: string): Promise<string[]> {
+    const profile = this.roster.forSession((await this.redis.get(this.keys.agentOf(session))) ?? undefined, message);
+    if ((profile.memory ?? this.mode) !== 'person+channel') return [];
+    const channel = placeOf(message).channels.at(-1)!;
+    const entries = (await this.store.list({ agent, owner: channelOwner(message.platform, channel) })).filter((e) => e.state === 'kept');
+    if (entries.length === 0) return ['This channel shares no memory yet.'];
+    return ['What everyone in this channel shares:', ...entries.map((e) => `- ${e.text}`)];
   }
 
   /** The asker's memory in this conversation's agent; undefined when that agent remembers nothing. */

@@ -41,3 +41,8 @@ function splitIdentity(id: string): [string, string] {
   const at = id.indexOf(':');
   return [id.slice(0, at), id.slice(at + 1)];
 }
+
+/** The owner of a channel's shared memory (MEMORY=person+channel): `channel:<platform>:<the channel, a thread's parent>`. */
+export function channelOwner(platform: string, channel: string): string {
+  return `channel:${platform}:${channel}`;
+}

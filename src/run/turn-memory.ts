@@ -1,6 +1,7 @@
 import type { AgentEvent, ChatMessage } from '../agent/types.js';
 import type { InboundMessage, OutboundAdapter } from '../channels/types.js';
 import type { MemoryEntry } from '../memory/entry.js';
+import { channelOwner } from '../memory/identity.js';
 import { memoryMessage } from '../memory/prompt.js';
 import type { MemoryOwner } from '../memory/store.js';
 import { createMemoryTools, MEMORY_TOOLS, type TurnMemoryOwners } from '../memory/tools.js';
@@ -39,7 +40,7 @@ export async function turnMemory(
   const place = placeOf(to);
   const owners: TurnMemoryOwners = {
     person,
-    ...(mode === 'person+channel' && place.kind === 'group' && { channel: { agent: name, owner: `channel:${to.platform}:${place.channels.at(-1)!}` } }),
+    ...(mode === 'person+channel' && place.kind === 'group' && { channel: { agent: name, owner: channelOwner(to.platform, place.channels.at(-1)!) } }),
   };
   const access = { store: memory.store, ...(memory.embedder && { embedder: memory.embedder }), log: ctx.log };
   // Anything but the person's own words in the context (history included) makes a memory derived.

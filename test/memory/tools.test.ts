@@ -99,6 +99,12 @@ describe('/memory and /forget', () => {
     expect(await command.forget('telegram:-100', group, '1')).toEqual({ reply: 'Forgotten.', ok: true });
     expect(await store.list({ agent: 'default', owner: 'telegram:77' })).toEqual([]);
     expect((await command.forget('telegram:-100', group, '')).ok).toBe(false);
+    // Under person+channel the channel's shared memory is everyone's there: listed in the group.
+    await store.remember({ agent: 'default', owner: 'channel:telegram:-100' }, 'Standup is at 9:30', 'said');
+    const shared = new MemoryCommand(redis, keys, store, new Identities(redis, keys), AgentRoster.load(undefined), 'person+channel');
+    expect(await shared.memory('telegram:-100', group)).toMatch(
+      /^Your memory is shown only to you.*\nWhat everyone in this channel shares:\n- Standup is at 9:30$/s,
+    );
     const off = new MemoryCommand(redis, keys, store, new Identities(redis, keys), AgentRoster.load(undefined), 'off');
     expect(await off.memory('telegram:77', message({ where: { kind: 'dm' } }))).toMatch(/^Memory is off here/);
   });
