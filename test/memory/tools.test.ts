@@ -33,7 +33,9 @@ describe('the memory tools', () => {
     const block = String((await memoryMessage({ store }, owners, 'when do we deploy?', 400, 'Ada'))!.content);
     expect(block).toMatch(/About Ada \(their own memory; ids in brackets\):\n- \[\w+\] Ada prefers short answers/);
     expect(block).toMatch(/Shared by everyone in this channel:\n- \[\w+\] The team deploys on Thursdays/);
-    expect(await run(tools, 'recall', { query: 'deploy day' })).toMatch(/^- \[\w+\] \(shared in this channel\) The team deploys on Thursdays/);
+    expect(await run(tools, 'recall', { query: 'when does the team deploy? deploys' })).toMatch(
+      /^- \[\w+\] \(shared in this channel\) The team deploys on Thursdays/,
+    );
     // Without a channel memory (a DM, or MEMORY=person) shared is refused with a reason.
     const dm = createMemoryTools({ store }, { person: owners.person }, { provenance: () => 'said', onPending: async () => undefined });
     await expect(run(dm, 'remember', { text: 'x', shared: true })).rejects.toThrow(/no shared channel memory/);
