@@ -94,16 +94,11 @@ ${USAGE}
   const schedules = { book: new ScheduleBook(connection, config.queue.prefix, firings, config.schedules), approvers: config.approvals.approvers };
   const client = new TerminalClient(
     connectRedis(redis.url, 'switchboard-chat-reader', log),
-    new Intake(
-      new Producer(connection, queue, keys, roster.configured ? (m) => roster.decide(m) : undefined),
-      new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)),
-      log,
-      {
-        schedules,
-        agents: new AgentCommand(connection, keys, agentFacts(config, roster, log)),
-        memory: new MemoryCommand(connection, keys, memoryStoreOf(config, connection, keys), new Identities(connection, keys), roster, config.memory.mode),
-      },
-    ),
+    new Intake(new Producer(connection, queue, keys, roster.decider()), new SessionControl(connection, keys, new ApprovalDesk(connection, keys, queue)), log, {
+      schedules,
+      agents: new AgentCommand(connection, keys, agentFacts(config, roster, log)),
+      memory: new MemoryCommand(connection, keys, memoryStoreOf(config, connection, keys), new Identities(connection, keys), roster, config.memory.mode),
+    }),
     config.queue.prefix,
     values.session,
     userInfo().username,

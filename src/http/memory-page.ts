@@ -14,6 +14,11 @@ const time = (ms: number): string => new Date(ms).toISOString().replace('T', ' '
  * (POST /admin/memory/delete: a form cannot send DELETE). Behind `guard`; no form in read-only mode.
  */
 export function mountMemoryPage(app: Express, admin: MemoryAdmin, guard: RequestHandler[], readonly: boolean, log: Logger): void {
+  const refuse = (res: express.Response, status: number, person: string, error: string): void =>
+    void res
+      .status(status)
+      .type('html')
+      .send(render(undefined, { readonly, asked: person, error }));
   app.get(PATH, ...guard, async (req, res) => {
     const person = one(req.query.person);
     const deleted = one(req.query.deleted);
@@ -22,21 +27,14 @@ export function mountMemoryPage(app: Express, admin: MemoryAdmin, guard: Request
       res.type('html').send(render(await admin.list(person), { readonly, asked: person, ...(deleted !== undefined && { deleted }) }));
     } catch (err) {
       if (!(err instanceof MemoryAdminError)) throw err;
-      res
-        .status(400)
-        .type('html')
-        .send(render(undefined, { readonly, asked: person, error: err.message }));
+      refuse(res, 400, person, err.message);
     }
   });
 
   app.post(`${PATH}/delete`, ...guard, express.urlencoded({ extended: false, limit: '4kb' }), async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const person = one(body.person) ?? '';
-    if (readonly)
-      return void res
-        .status(403)
-        .type('html')
-        .send(render(undefined, { readonly, asked: person, error: 'read-only mode (ADMIN_READONLY=1)' }));
+    if (readonly) return refuse(res, 403, person, 'read-only mode (ADMIN_READONLY=1)');
     try {
       const agent = agentParam(body.agent);
       const done = await admin.delete(person, agent);
@@ -45,10 +43,7 @@ export function mountMemoryPage(app: Express, admin: MemoryAdmin, guard: Request
       res.redirect(303, `${PATH}?${new URLSearchParams({ person, deleted: note })}`);
     } catch (err) {
       if (!(err instanceof MemoryAdminError)) throw err;
-      res
-        .status(400)
-        .type('html')
-        .send(render(undefined, { readonly, asked: person, error: err.message }));
+      refuse(res, 400, person, err.message);
     }
   });
 }

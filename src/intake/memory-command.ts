@@ -5,7 +5,7 @@ import { channelOwner, type Identities } from '../memory/identity.js';
 import type { MemoryOwner, MemoryStore } from '../memory/store.js';
 import type { StoredEntry } from '../memory/entry.js';
 import type { AgentRoster } from '../profiles/roster.js';
-import { placeOf } from '../profiles/bindings.js';
+import { channelOf } from '../profiles/bindings.js';
 import type { SessionKeys } from '../queue/keys.js';
 
 /** Where /memory can be read: only the person, so in a group they are sent where it is private. */
@@ -27,9 +27,10 @@ export class MemoryCommand {
   ) {}
 
   async memory(session: string, message: InboundMessage): Promise<string> {
-    const who = await this.owner(session, message);
-    if (!who) return 'Memory is off here: I do not remember anything between conversations.';
-    if (!isPrivate(message)) return [ONLY_PRIVATELY, ...(await this.shared(session, message, who.agent))].join('\n');
+    const here = await this.owner(session, message);
+    if (!here) return 'Memory is off here: I do not remember anything between conversations.';
+    const { who, mode } = here;
+    if (!isPrivate(message)) return [ONLY_PRIVATELY, ...(mode === 'person+channel' ? await this.shared(message, who.agent) : [])].join('\n');
     const entries = await this.store.list(who);
     if (entries.length === 0) return 'I remember nothing about you yet. Say "remember that …" and I will.';
     return [
@@ -39,7 +40,7 @@ export class MemoryCommand {
   }
 
   async forget(session: string, message: InboundMessage, args: string): Promise<{ reply: string; ok: boolean }> {
-    const who = await this.owner(session, message);
+    const who = (await this.owner(session, message))?.who;
     if (!who) return { reply: 'Memory is off here: there is nothing to forget.', ok: false };
     const what = args.trim().toLowerCase();
     if (what === '') return { reply: 'What should I forget? /forget <number> (as /memory lists them) or /forget all.', ok: false };
@@ -55,20 +56,18 @@ export class MemoryCommand {
   }
 
   /** Under person+channel, the channel's shared memory: everyone there may see it, so it is listed in the group. */
-  private async shared(session: string, message: InboundMessage, agent: string): Promise<string[]> {
-    const profile = this.roster.forSession((await this.redis.get(this.keys.agentOf(session))) ?? undefined, message);
-    if ((profile.memory ?? this.mode) !== 'person+channel') return [];
-    const channel = placeOf(message).channels.at(-1)!;
-    const entries = (await this.store.list({ agent, owner: channelOwner(message.platform, channel) })).filter((e) => e.state === 'kept');
+  private async shared(message: InboundMessage, agent: string): Promise<string[]> {
+    const entries = (await this.store.list({ agent, owner: channelOwner(message.platform, channelOf(message)) })).filter((e) => e.state === 'kept');
     if (entries.length === 0) return ['This channel shares no memory yet.'];
     return ['What everyone in this channel shares:', ...entries.map((e) => `- ${e.text}`)];
   }
 
-  /** The asker's memory in this conversation's agent; undefined when that agent remembers nothing. */
-  private async owner(session: string, message: InboundMessage): Promise<MemoryOwner | undefined> {
+  /** The asker's memory in this conversation's agent, and that agent's mode; undefined when it remembers nothing. */
+  private async owner(session: string, message: InboundMessage): Promise<{ who: MemoryOwner; mode: MemoryMode } | undefined> {
     const profile = this.roster.forSession((await this.redis.get(this.keys.agentOf(session))) ?? undefined, message);
-    if ((profile.memory ?? this.mode) === 'off') return undefined;
-    return { agent: profile.name, owner: await this.identities.personOf(message.platform, message.sender.id) };
+    const mode = profile.memory ?? this.mode;
+    if (mode === 'off') return undefined;
+    return { who: { agent: profile.name, owner: await this.identities.personOf(message.platform, message.sender.id) }, mode };
   }
 }
 

@@ -48,6 +48,11 @@ export function placeOf(message: Pick<InboundMessage, 'platform' | 'conversation
   };
 }
 
+/** The channel a message was said in, outermost: a Discord thread's parent channel, else the conversation. */
+export function channelOf(message: Pick<InboundMessage, 'platform' | 'conversation' | 'sender' | 'where' | 'meta'>): string {
+  return placeOf(message).channels.at(-1)!;
+}
+
 /** team and guild name their platform: a binding that says one says the other. */
 export function normaliseBinding(b: Binding): Binding {
   if (b.team !== undefined && b.platform === undefined) return { ...b, platform: 'slack' };

@@ -114,6 +114,11 @@ export class AgentRoster {
     return decideAgent(this.bindings, this.fallback, placeOf(message));
   }
 
+  /** What the producer records for a new session: the bindings' choice; undefined without AGENTS_CONFIG (one agent, nothing to record). */
+  decider(): ((message: InboundMessage) => string) | undefined {
+    return this.configured ? (message) => this.decide(message) : undefined;
+  }
+
   /**
    * The agent of a session: the one recorded with it, while that agent still exists; otherwise
    * (a session older than the roster, or its agent was removed) what the bindings say now.

@@ -1,6 +1,6 @@
 import { encodeSessionKey } from '../channels/session-key.js';
 import type { InboundMessage } from '../channels/types.js';
-import { placeOf } from './bindings.js';
+import { channelOf } from './bindings.js';
 import type { AgentProfile } from './roster.js';
 
 /**
@@ -16,7 +16,7 @@ export function workspaceScope(
 ): string {
   const scope = profile.workspace;
   if (scope === 'session') return session;
-  if (scope === 'channel') return `channel:${profile.name}:${encodeSessionKey({ platform: asker.platform, conversation: placeOf(asker).channels.at(-1)! })}`;
+  if (scope === 'channel') return `channel:${profile.name}:${encodeSessionKey({ platform: asker.platform, conversation: channelOf(asker) })}`;
   if (scope === 'user') return `user:${profile.name}:${encodeSessionKey({ platform: asker.platform, conversation: asker.sender.id })}`;
   return scope;
 }

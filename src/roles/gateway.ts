@@ -55,7 +55,8 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
   const queue = createRunQueue(config.queue, redis, log);
   const roster = AgentRoster.load(config.agents.configPath);
   const memoryStore = memoryStoreOf(config, redis, keys);
-  const producer = new Producer(redis, queue, keys, roster.configured ? (message) => roster.decide(message) : undefined);
+  const identities = new Identities(redis, keys);
+  const producer = new Producer(redis, queue, keys, roster.decider());
   const approvals = new ApprovalDesk(redis, keys, queue, config.approvals, { memory: memoryStore });
   const control = new SessionControl(redis, keys, approvals);
   const pairing = new PairingStore(redis, config.queue.prefix);
@@ -74,7 +75,7 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
     queueMax: config.limits.sessionQueueMax,
     schedules: { book: schedules, approvers: config.approvals.approvers },
     agents: new AgentCommand(redis, keys, agentFacts(config, roster, log)),
-    memory: new MemoryCommand(redis, keys, memoryStore, new Identities(redis, keys), roster, config.memory.mode),
+    memory: new MemoryCommand(redis, keys, memoryStore, identities, roster, config.memory.mode),
     metrics,
   });
   warnOpenDoors(config, log);
@@ -103,7 +104,7 @@ export async function startGatewayRole(config: Config, redisUrl: string, log: Lo
     metrics,
     pairing: new PairingAdmin(pairing, outboundNotify(config, redis, log), log.child({ part: 'pairing' })),
     schedules,
-    memory: new MemoryAdmin(memoryStore, new Identities(redis, keys)),
+    memory: new MemoryAdmin(memoryStore, identities),
     log,
   });
   for (const entry of CHANNELS) {

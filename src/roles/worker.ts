@@ -121,7 +121,7 @@ export async function startWorkerRole(config: Config, redisUrl: string, log: Log
   });
   const firingWorker = await startFiringWorker(connectRedis(redisUrl, 'switchboard-firings', log), config.queue, {
     book,
-    producer: new Producer(redis, queue, keys, roster.configured ? (message) => roster.decide(message) : undefined),
+    producer: new Producer(redis, queue, keys, roster.decider()),
     access: new AccessGate(config.access, new PairingStore(redis, config.queue.prefix), log.child({ part: 'access' }), { metrics }),
     queueMax: config.limits.sessionQueueMax,
     log: log.child({ part: 'schedules' }),

@@ -5,7 +5,7 @@ import { channelOwner } from '../memory/identity.js';
 import { memoryMessage } from '../memory/prompt.js';
 import type { MemoryOwner } from '../memory/store.js';
 import { createMemoryTools, MEMORY_TOOLS, type TurnMemoryOwners } from '../memory/tools.js';
-import { placeOf } from '../profiles/bindings.js';
+import { channelOf } from '../profiles/bindings.js';
 import type { Tool } from '../tools/types.js';
 import type { AgentRuntime } from './agent-runtime.js';
 import type { RunContext } from './context.js';
@@ -37,10 +37,10 @@ export async function turnMemory(
   if (!memory || mode === 'off') return undefined;
   const name = agent.profile.name;
   const person: MemoryOwner = { agent: name, owner: await memory.identities.personOf(to.platform, to.sender.id) };
-  const place = placeOf(to);
+  const inGroup = (to.where?.kind ?? 'dm') === 'group';
   const owners: TurnMemoryOwners = {
     person,
-    ...(mode === 'person+channel' && place.kind === 'group' && { channel: { agent: name, owner: channelOwner(to.platform, place.channels.at(-1)!) } }),
+    ...(mode === 'person+channel' && inGroup && { channel: { agent: name, owner: channelOwner(to.platform, channelOf(to)) } }),
   };
   const access = { store: memory.store, ...(memory.embedder && { embedder: memory.embedder }), log: ctx.log };
   // Anything but the person's own words in the context (history included) makes a memory derived.

@@ -11,9 +11,16 @@ import { createSendFileTool } from './delivery/send-file.js';
 /**
  * The tools this turn offers: the workspace's own (run_command when enabled), send_file where
  * the platform can upload, the schedule tools when offered, load_skill when the agent has skills,
- * and the agent's MCP servers' tools; less what the agent's tool policy keeps from this platform.
+ * the agent's MCP servers' tools and the memory tools; less what the agent's tool policy keeps from this platform.
  */
-export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAdapter, to: InboundMessage, agent: AgentRuntime): Tool[] {
+export function turnTools(
+  ctx: RunContext,
+  workspace: Workspace,
+  out: OutboundAdapter,
+  to: InboundMessage,
+  agent: AgentRuntime,
+  memory: readonly Tool[] = [],
+): Tool[] {
   const { tools, schedules } = ctx.deps;
   const sendFile = createSendFileTool(workspace, out, to);
   const scheduling = schedules?.offered
@@ -25,6 +32,7 @@ export function turnTools(ctx: RunContext, workspace: Workspace, out: OutboundAd
     ...scheduling,
     ...(agent.skills ? [createLoadSkillTool(agent.skills, { sandboxed: tools.exec?.sandbox === 'bwrap' })] : []),
     ...(tools.extraTools?.(workspace, to.platform, agent.profile.mcpServers) ?? []),
+    ...memory,
   ];
   return offered.filter((t) => agent.policy.offered(to.platform, t.name));
 }

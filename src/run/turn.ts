@@ -82,7 +82,7 @@ export async function executeTurn(
       turnInput(ctx, journal, workspace, out, messages, signal),
       turnMemory(ctx, agent, to, messages.map((m) => m.text).join('\n'), history.messages, out),
     ]);
-    const tools = [...turnTools(ctx, workspace, out, to, agent), ...(memory?.tools.filter((t) => agent.policy.offered(to.platform, t.name)) ?? [])];
+    const tools = turnTools(ctx, workspace, out, to, agent, memory?.tools);
     const events = turnEvents(ctx, tools, timeline, (event) => {
       memory?.onEvent(event);
       return stream?.onEvent(event) || progress.onEvent(event);
