@@ -95,6 +95,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       STALLED_INTERVAL_MS: '2000',
       WORKER_CONCURRENCY: String(o.concurrency ?? 4),
       RECONCILE_INTERVAL_MS: '5000',
+      // The product as shipped: every turn reads the asker's memory (productEnv turns it off for the other tests).
+      MEMORY: 'person',
     },
   );
   const queue = new Queue(RUN_QUEUE, { connection: redis, prefix });
